@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from accounts.models import Account, ApiKey, UsagePeriod
+
+
+class ApiKeyInline(admin.TabularInline):
+    model = ApiKey
+    fields = readonly_fields = ("hint", "created_at", "revoked_at")
+    extra = 0
+    can_delete = False
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = ["user", "plan", "plan_started_on", "is_active", "deleted_at", "created_at"]
+    list_filter = ["plan", "is_active"]
+    search_fields = ["user__email"]
+    inlines = [ApiKeyInline]
+
+
+@admin.register(UsagePeriod)
+class UsagePeriodAdmin(admin.ModelAdmin):
+    list_display = ["account", "period_start", "used"]
+    search_fields = ["account__user__email"]

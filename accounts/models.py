@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from datetime import date
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.plans import Plan, PlanLimits, limits_for
+
+
+def today() -> date:
+    return timezone.now().date()
+
+
+class Account(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account")
+    plan = models.CharField(max_length=16, choices=Plan.choices, default=Plan.FREE)
+    # The quota cycle is anchored on this day (see accounts/billing.py).
+    plan_started_on = models.DateField(default=today)
+    is_active = models.BooleanField(default=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user.email} ({self.plan})"
+
+    @property
+    def limits(self) -> PlanLimits:
+        return limits_for(self.plan)
+
+    @property
+    def is_usable(self) -> bool:
+        return self.is_active and self.deleted_at is None
+
+
+class ApiKey(models.Model):
+    """An API key, kept only as its SHA-256 digest; the plaintext is shown once."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="api_keys")
+    digest = models.CharField(max_length=64, unique=True)
+    # The first characters of the key, so a holder can tell keys apart in the dashboard.
+    hint = models.CharField(max_length=16)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account"], condition=Q(revoked_at__isnull=True), name="one_active_api_key_per_account"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hint}… ({'revoked' if self.revoked_at else 'active'})"
+
+
+class UsagePeriod(models.Model):
+    """Notifications counted against the quota in one billing cycle."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="usage_periods")
+    period_start = models.DateField()
+    used = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["account", "period_start"], name="one_usage_row_per_period")]
+
+    def __str__(self) -> str:
+        return f"{self.account_id} from {self.period_start}: {self.used}"

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from accounts.keys import api_key_digest, is_well_formed
+from accounts.models import Account, ApiKey
+
+
+def api_key_find(*, raw_key: str) -> ApiKey | None:
+    """The active key matching ``raw_key``, with its account and user, in one query."""
+    if not is_well_formed(raw_key):
+        return None
+    return (
+        ApiKey.objects.select_related("account__user")
+        .filter(digest=api_key_digest(raw_key), revoked_at__isnull=True)
+        .first()
+    )
+
+
+def account_get_by_email(*, email: str) -> Account | None:
+    return Account.objects.select_related("user").filter(user__email__iexact=email).first()

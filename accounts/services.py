@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from datetime import date
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from accounts.billing import billing_period, us_date
+from accounts.keys import api_key_digest, generate_api_key
+from accounts.models import Account, ApiKey, UsagePeriod
+from notifyhub.api.errors import ApiError
+
+
+@transaction.atomic
+def account_create(*, email: str, plan: str, password: str | None = None) -> tuple[Account, str]:
+    """A user, their account and a first API key; returns the key's plaintext (shown once)."""
+    user = get_user_model().objects.create_user(username=email, email=email, password=password)
+    account = Account.objects.create(user=user, plan=plan)
+    return account, api_key_issue(account=account)
+
+
+@transaction.atomic
+def api_key_issue(*, account: Account) -> str:
+    """Revokes the account's active key, if any, and issues a new one."""
+    ApiKey.objects.filter(account=account, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    raw_key = generate_api_key()
+    ApiKey.objects.create(account=account, digest=api_key_digest(raw_key), hint=raw_key[:10])
+    return raw_key
+
+
+def account_set_plan(*, account: Account, plan: str) -> Account:
+    """Moves the account to ``plan``; a new plan starts a new billing cycle today."""
+    account.plan = plan
+    account.plan_started_on = timezone.now().date()
+    account.save(update_fields=["plan", "plan_started_on"])
+    return account
+
+
+def _take_unit(*, account: Account, period_start: date, limit: int) -> bool:
+    # The check and the increment are one conditional UPDATE: the row lock it takes
+    # serialises concurrent sends of one account until their transaction ends.
+    taken = UsagePeriod.objects.filter(account=account, period_start=period_start, used__lt=limit).update(
+        used=F("used") + 1
+    )
+    return taken == 1
+
+
+def usage_consume(*, account: Account) -> None:
+    """Counts one notification against the monthly quota, or raises the spec's 403.
+
+    Call inside the transaction that creates the job, so a rejected job spends nothing.
+    """
+    limit = account.limits.monthly_quota
+    start, resets_on = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
+    if _take_unit(account=account, period_start=start, limit=limit):
+        return
+    UsagePeriod.objects.get_or_create(account=account, period_start=start)
+    if _take_unit(account=account, period_start=start, limit=limit):
+        return
+    used = UsagePeriod.objects.get(account=account, period_start=start).used
+    raise ApiError(
+        403,
+        f"Monthly usage limit exceeded ({used}/{limit}). Upgrade your plan or wait for reset on {us_date(resets_on)}.",
+    )

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import Account
+from providers.names import ProviderName
+
+MAX_ATTEMPTS = 3
+
+
+class JobType(models.TextChoices):
+    EMAIL = "email"
+    WEBHOOK = "webhook"
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class Priority(models.IntegerChoices):
+    HIGH = 1
+    NORMAL = 5
+    LOW = 10
+
+
+class Job(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="jobs")
+    type = models.CharField(max_length=8, choices=JobType.choices)
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PENDING)
+    priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
+    payload = models.JSONField()
+    # Forced routing of an email job (spec section 4); replayed by every retry.
+    provider = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
+    fallback = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    max_attempts = models.PositiveSmallIntegerField(default=MAX_ATTEMPTS)
+    error_message = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # The database, not a read-then-write, decides which of two concurrent sends wins.
+            models.UniqueConstraint(
+                fields=["account", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="unique_idempotency_key_per_account",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["account", "-created_at"], name="job_account_recent"),
+            models.Index(fields=["account", "status", "-created_at"], name="job_account_status_recent"),
+            models.Index(fields=["account", "type", "-created_at"], name="job_account_type_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} job {self.id} ({self.status})"
+
+
+class DeliveryStatus(models.TextChoices):
+    SUCCESS = "success"
+    FAILED = "failed"
+
+
+class DeliveryLog(models.Model):
+    """One delivery attempt of a job."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="delivery_logs")
+    attempt = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=8, choices=DeliveryStatus.choices)
+    used_provider = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
+    error_message = models.TextField(null=True, blank=True)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    response_excerpt = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"attempt {self.attempt} of {self.job_id}: {self.status}"

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import Prefetch
+
+from accounts.models import Account
+from notifications.models import DeliveryLog, Job
+from notifyhub.api.errors import ApiError
+
+SLIM_FIELDS = ["id", "type", "status", "priority", "attempts", "error_message", "created_at", "completed_at"]
+
+
+def parse_job_id(job_id: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(job_id)
+    except ValueError:
+        return None
+
+
+def job_get(*, account: Account, job_id: str) -> Job:
+    """The caller's job with its delivery logs in attempt order; another account's job is 404 too."""
+    parsed_id = parse_job_id(job_id)
+    logs = Prefetch("delivery_logs", queryset=DeliveryLog.objects.order_by("created_at", "attempt"))
+    job = Job.objects.prefetch_related(logs).filter(id=parsed_id, account=account).first() if parsed_id else None
+    if job is None:
+        raise ApiError(404, "Job not found")
+    return job
+
+
+def job_list(
+    *, account: Account, page: int, limit: int, type: str | None = None, status: str | None = None
+) -> tuple[list[Job], int]:
+    """One page of the caller's jobs, newest first, and the total: two queries whatever the page size."""
+    jobs = Job.objects.filter(account=account)
+    if type:
+        jobs = jobs.filter(type=type)
+    if status:
+        jobs = jobs.filter(status=status)
+    total = jobs.count()
+    offset = (page - 1) * limit
+    return list(jobs.only(*SLIM_FIELDS).order_by("-created_at", "-id")[offset : offset + limit]), total

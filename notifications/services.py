@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from accounts.models import Account
+from accounts.services import usage_consume
+from notifications.models import Job, JobStatus, JobType
+from notifications.queue import job_enqueue
+from notifications.selectors import parse_job_id
+from notifyhub.api.errors import ApiError
+
+DUPLICATE_MESSAGE = "Duplicate request detected"
+NOT_RETRYABLE_MESSAGE = "Job not found or cannot be retried (must be in failed status)"
+
+
+def platform_sender() -> str:
+    return f"noreply@{settings.PLATFORM_DOMAIN}"
+
+
+def _check_free_plan_email(*, sender: str | None, priority: int | None, provider: str | None) -> None:
+    if provider is not None:
+        raise ApiError(403, "Per-message provider routing requires a paid plan")
+    if priority is not None:
+        raise ApiError(403, "Priority requires a paid plan")
+    if sender is not None and sender.lower() != platform_sender():
+        raise ApiError(400, f"Cannot send from {sender}. Only {platform_sender()} is allowed.")
+
+
+def email_job_create(
+    *,
+    account: Account,
+    to: str,
+    subject: str,
+    body: str,
+    sender: str | None = None,
+    priority: int | None = None,
+    provider: str | None = None,
+    fallback: str | None = None,
+    idempotency_key: str | None = None,
+) -> Job:
+    if not account.limits.is_paid:
+        _check_free_plan_email(sender=sender, priority=priority, provider=provider)
+    payload: dict[str, Any] = {"to": to, "subject": subject, "body": body}
+    if sender is not None:
+        payload["from"] = sender
+    return _job_create(
+        account=account,
+        type=JobType.EMAIL,
+        payload=payload,
+        priority=priority,
+        idempotency_key=idempotency_key,
+        provider=provider,
+        fallback=fallback,
+    )
+
+
+def webhook_job_create(
+    *,
+    account: Account,
+    url: str,
+    payload: dict[str, Any],
+    method: str = "POST",
+    headers: dict[str, str] | None = None,
+    priority: int | None = None,
+    idempotency_key: str | None = None,
+) -> Job:
+    return _job_create(
+        account=account,
+        type=JobType.WEBHOOK,
+        payload={"url": url, "method": method, "headers": headers or {}, "payload": payload},
+        priority=priority,
+        idempotency_key=idempotency_key,
+    )
+
+
+def _counts_against_quota(*, account: Account, job_type: str) -> bool:
+    return job_type == JobType.WEBHOOK or account.limits.quota_counts_email
+
+
+def _job_create(
+    *,
+    account: Account,
+    type: str,
+    payload: dict[str, Any],
+    priority: int | None,
+    idempotency_key: str | None,
+    provider: str | None = None,
+    fallback: str | None = None,
+) -> Job:
+    """Spends quota, stores the job and queues it once committed; a 409 or 403 leaves no trace.
+
+    A duplicate key is answered before the quota check (DESIGN.md's order); when two
+    requests race past that check, the unique constraint decides and the loser's quota
+    increment rolls back with its transaction.
+    """
+    if idempotency_key is not None and account.jobs.filter(idempotency_key=idempotency_key).exists():
+        raise ApiError(409, DUPLICATE_MESSAGE)
+    try:
+        with transaction.atomic():
+            if _counts_against_quota(account=account, job_type=type):
+                usage_consume(account=account)
+            job = Job.objects.create(
+                account=account,
+                type=type,
+                payload=payload,
+                priority=priority or 5,
+                idempotency_key=idempotency_key,
+                provider=provider,
+                fallback=fallback,
+            )
+            transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
+    except IntegrityError:
+        if idempotency_key is None:
+            raise
+        raise ApiError(409, DUPLICATE_MESSAGE) from None
+    return job
+
+
+def job_retry(*, account: Account, job_id: str) -> Job:
+    """Puts a failed job back in the queue; its attempts start again, its logs stay."""
+    parsed_id = parse_job_id(job_id)
+    if parsed_id is None:
+        raise ApiError(404, NOT_RETRYABLE_MESSAGE)
+    with transaction.atomic():
+        requeued = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).update(
+            status=JobStatus.PENDING,
+            attempts=0,
+            error_message=None,
+            completed_at=None,
+            next_attempt_at=None,
+            lease_expires_at=None,
+        )
+        if not requeued:
+            raise ApiError(404, NOT_RETRYABLE_MESSAGE)
+        job = Job.objects.get(id=parsed_id)
+        transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
+    return job

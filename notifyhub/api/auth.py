@@ -1,0 +1,47 @@
+"""API key authentication (spec section 5; DESIGN.md "Decisions")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from accounts.models import Account, ApiKey
+from accounts.selectors import api_key_find
+from notifyhub.api.errors import ApiError
+
+
+def presented_api_key(request: Request) -> str | None:
+    """The key from ``X-API-Key`` or ``Authorization: Bearer``; both at once is a 400."""
+    header_key = request.META.get("HTTP_X_API_KEY", "").strip()
+    scheme, _, token = request.META.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
+    bearer_key = token.strip() if scheme.lower() == "bearer" else ""
+    if header_key and bearer_key:
+        raise ApiError(400, "Send the API key in one header only")
+    return header_key or bearer_key or None
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    """Authenticates by API key: ``request.user`` is the holder, ``request.auth`` the ApiKey."""
+
+    def authenticate(self, request: Request) -> tuple[Any, ApiKey]:
+        raw_key = presented_api_key(request)
+        if raw_key is None:
+            raise ApiError(401, "API key is missing")
+        api_key = api_key_find(raw_key=raw_key)
+        if api_key is None:
+            raise ApiError(401, "Invalid API key")
+        if not api_key.account.is_usable:
+            raise ApiError(403, "Account is inactive")
+        return api_key.account.user, api_key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'
+
+
+def request_account(request: Request) -> Account:
+    """The account a request acts for."""
+    api_key = request.auth
+    assert isinstance(api_key, ApiKey), "view must use ApiKeyAuthentication"
+    return api_key.account

@@ -1,0 +1,47 @@
+"""The response envelope of spec section 1: ``success``, ``data`` or ``error``, ``timestamp``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from django.http import JsonResponse
+from rest_framework.renderers import JSONRenderer
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds and a ``Z``, e.g. ``2026-11-21T10:04:05.123Z``."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def iso_utc_or_none(moment: datetime | None) -> str | None:
+    return iso_utc(moment) if moment else None
+
+
+def success_body(data: Any) -> dict[str, Any]:
+    return {"success": True, "data": data, "timestamp": iso_utc(datetime.now(UTC))}
+
+
+def error_body(message: str) -> dict[str, Any]:
+    return {"success": False, "error": message, "timestamp": iso_utc(datetime.now(UTC))}
+
+
+def error_response(status: int, message: str) -> JsonResponse:
+    """An envelope error for code paths outside DRF (Django's error handlers)."""
+    return JsonResponse(error_body(message), status=status, json_dumps_params={"separators": (",", ":")})
+
+
+class EnvelopeRenderer(JSONRenderer):
+    """Wraps every API response body; errors arrive from the exception handler as ``{"error": ...}``."""
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        response = (renderer_context or {}).get("response")
+        failed = response is not None and response.status_code >= 400
+        body = error_body(data["error"]) if failed else success_body(data)
+        return super().render(body, accepted_media_type, renderer_context)

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+from notifyhub.api.errors import ApiError
+
+logger = logging.getLogger(__name__)
+
+
+def first_message(detail: Any) -> str:
+    """The first human message inside a DRF error detail (dicts keep field order)."""
+    if isinstance(detail, dict):
+        return first_message(next(iter(detail.values()), "Invalid request"))
+    if isinstance(detail, list):
+        return first_message(detail[0]) if detail else "Invalid request"
+    return str(detail)
+
+
+def _status_and_message(exc: Exception) -> tuple[int, str]:
+    if isinstance(exc, ApiError):
+        return exc.status_code, exc.message
+    if isinstance(exc, Http404 | exceptions.NotFound):
+        return 404, "Not found"
+    if isinstance(exc, PermissionDenied):
+        return 403, "Permission denied"
+    if isinstance(exc, exceptions.Throttled):
+        return 429, "Rate limit exceeded"
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return 415, "Content-Type must be application/json"
+    if isinstance(exc, exceptions.ParseError):
+        return 400, "Request body must be valid JSON"
+    if isinstance(exc, exceptions.APIException):
+        return exc.status_code, first_message(exc.detail)
+    logger.exception("Unhandled error in API view")
+    return 500, "Internal server error"
+
+
+def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    """Renders every API error as ``{"error": message}``; the renderer adds the envelope.
+
+    No ``Retry-After`` is ever set: spec section 7 rule 2 forbids it on 429.
+    """
+    status, message = _status_and_message(exc)
+    return Response({"error": message}, status=status)

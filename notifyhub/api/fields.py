@@ -1,0 +1,161 @@
+"""Serializer fields that accept exactly one JSON type and answer with the spec's messages.
+
+DRF's own fields coerce (``123`` becomes ``"123"``, ``"5"`` becomes ``5``) and word their
+errors their own way; a client of this API gets one plain sentence naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import URLValidator, validate_email
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+# RFC 9110 field-name token.
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+MAX_HEADERS = 50
+
+
+class StrictField(serializers.Field):
+    required_message = "{name} is required"
+    invalid_message = "{name} is invalid"
+
+    def __init__(self, *, required_message: str | None = None, invalid_message: str | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.required_message = required_message or self.required_message
+        self.invalid_message = invalid_message or self.invalid_message
+
+    def fail(self, key: str, **kwargs: Any) -> NoReturn:
+        template = self.required_message if key in ("required", "null") else self.invalid_message
+        self.reject(template)
+
+    def reject(self, template: str) -> NoReturn:
+        raise serializers.ValidationError(template.format(name=self.field_name), code="invalid")
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class TextField(StrictField):
+    invalid_message = "{name} must be a string"
+
+    def __init__(self, *, max_length: int, single_line: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_length = max_length
+        self.single_line = single_line
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if not data.strip():
+            self.reject("{name} must not be empty")
+        if len(data) > self.max_length:
+            self.reject(f"{{name}} must be at most {self.max_length} characters")
+        if self.single_line and ("\r" in data or "\n" in data):
+            self.reject("{name} must be a single line")
+        return data
+
+
+@extend_schema_field(OpenApiTypes.EMAIL)
+class EmailAddressField(StrictField):
+    invalid_message = required_message = "{name} must be an email"
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or len(data) > 254:
+            self.fail("invalid")
+        try:
+            validate_email(data)
+        except DjangoValidationError:
+            self.fail("invalid")
+        return data
+
+
+@extend_schema_field(OpenApiTypes.URI)
+class HttpsUrlField(StrictField):
+    invalid_message = required_message = "{name} must be a valid HTTPS URL"
+    validator = URLValidator(schemes=["https"])
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or len(data) > 2048:
+            self.fail("invalid")
+        try:
+            self.validator(data)
+        except DjangoValidationError:
+            self.fail("invalid")
+        return data
+
+
+class OneOfField(StrictField):
+    """A value from a fixed list, of the list's own JSON type (``"5"`` is not ``5``; ``true`` is not ``1``)."""
+
+    def __init__(self, *, choices: Sequence[str | int], **kwargs: Any) -> None:
+        listed = ", ".join(str(choice) for choice in choices)
+        kwargs.setdefault("invalid_message", f"{{name}} must be one of {listed}")
+        kwargs.setdefault("required_message", kwargs["invalid_message"])
+        super().__init__(**kwargs)
+        self.choices = list(choices)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not any(type(data) is type(c) and data == c for c in self.choices):
+            self.fail("invalid")
+        return data
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class JsonObjectField(StrictField):
+    invalid_message = "{name} must be an object"
+
+    def __init__(self, *, max_bytes: int, size_message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_bytes = max_bytes
+        self.size_message = size_message
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            self.fail("invalid")
+        if len(json_bytes(data)) > self.max_bytes:
+            self.reject(self.size_message)
+        return data
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "string"}})
+class HeadersField(StrictField):
+    invalid_message = "{name} must be an object of string values"
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        if not isinstance(data, dict) or not all(isinstance(value, str) for value in data.values()):
+            self.fail("invalid")
+        if len(data) > MAX_HEADERS:
+            self.reject(f"{{name}} must have at most {MAX_HEADERS} entries")
+        for name, value in data.items():
+            if not HEADER_NAME.fullmatch(name):
+                self.reject(f"{{name}} has an invalid header name: {name!r}")
+            if "\r" in value or "\n" in value or "\0" in value:
+                self.reject(f"{{name}} has an invalid value for {name}")
+        return data
+
+
+def json_bytes(data: Any) -> bytes:
+    """The compact UTF-8 JSON serialisation: what the size cap measures and what is sent."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class PositiveIntegerParamField(StrictField):
+    """A query parameter of decimal digits, at least 1."""
+
+    invalid_message = "{name} must be a positive integer"
+
+    def to_internal_value(self, data: Any) -> int:
+        if not isinstance(data, str) or not data.isascii() or not data.isdigit() or len(data) > 9:
+            self.fail("invalid")
+        if int(data) < 1:
+            self.fail("invalid")
+        return int(data)

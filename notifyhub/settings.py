@@ -1,0 +1,184 @@
+"""NotifyHub settings, read from the environment (see DESIGN.md "Configuration").
+
+Every variable has a default that runs locally. Without ``DATABASE_URL`` and ``REDIS_URL``
+the service runs embedded: SQLite, an in-process cache and rate limiter, and a file broker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+from cryptography.fernet import Fernet
+
+from notifyhub.envconfig import (
+    env_bool,
+    env_int,
+    env_int_list,
+    env_list,
+    env_optional,
+    env_secret,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("NOTIFYHUB_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_secret("SECRET_KEY", state_dir=VAR_DIR)
+FIELD_ENCRYPTION_KEY = env_secret(
+    "FIELD_ENCRYPTION_KEY", state_dir=VAR_DIR, generate=lambda: Fernet.generate_key().decode()
+)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "accounts",
+    "notifications",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "notifyhub.urls"
+WSGI_APPLICATION = "notifyhub.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
+_database = environ.Env.db_url_config(DATABASE_URL)
+if _database["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    # IMMEDIATE transactions take the write lock up front, so web and worker processes
+    # wait for each other (busy_timeout) instead of failing with "database is locked".
+    _database["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+else:
+    _database["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60)
+    _database["CONN_HEALTH_CHECKS"] = True
+DATABASES = {"default": _database}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: broker, cache, rate limits ------------------------------------------------
+REDIS_URL = env_optional("REDIS_URL")
+EMBEDDED_MODE = REDIS_URL is None
+
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    RATELIMIT_STORAGE_URL = REDIS_URL
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    RATELIMIT_STORAGE_URL = "memory://"
+
+# --- Celery ---------------------------------------------------------------------------
+CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+if REDIS_URL:
+    # Broker priorities 0 (first) .. 9; notifications.queue maps job priorities onto them.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"queue_order_strategy": "priority", "priority_steps": [0, 5, 9]}
+else:
+    _broker_dir = VAR_DIR / "broker"
+    _broker_dir.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir),
+        "data_folder_out": str(_broker_dir),
+        "control_folder": str(_broker_dir / "control"),
+    }
+CELERY_TASK_IGNORE_RESULT = True
+
+# --- Auth, i18n, static ---------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every start without it
+# Serve app static files straight from the packages: no collectstatic step in `make run`.
+WHITENOISE_USE_FINDERS = True
+
+# --- API ------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["notifyhub.api.envelope.EnvelopeRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["notifyhub.api.parsers.JSONObjectParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_THROTTLE_CLASSES": [],
+    "EXCEPTION_HANDLER": "notifyhub.api.exceptions.envelope_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "NotifyHub API",
+    "DESCRIPTION": "Queue email and webhook notifications, then follow every delivery attempt.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI assets served by us, not fetched from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "notifyhub.api.schema.wrap_responses_in_envelope",
+    ],
+}
+# Largest request body the API parses; bigger ones get 413 before any JSON is read.
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)
+
+# --- Notifications --------------------------------------------------------------------
+PLATFORM_DOMAIN = env_str("PLATFORM_DOMAIN", "notifyhub.local")
+PLATFORM_PROVIDERS = env_list("PLATFORM_PROVIDERS")
+WEBHOOK_RETRY_DELAYS = env_int_list("WEBHOOK_RETRY_DELAYS", "120,240")
+EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)
+WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
+WEBHOOK_CA_BUNDLE = env_optional("WEBHOOK_CA_BUNDLE")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

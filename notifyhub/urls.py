@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from notifyhub.api.views import PingView, api_not_found
+
+urlpatterns = [
+    path("api/v1/ping", PingView.as_view(), name="ping"),
+    path("api/v1/notifications/", include("notifications.urls")),
+    path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    re_path(r"^api/(?P<path>.*)$", api_not_found),
+    path("admin/", admin.site.urls),
+]
+
+handler400 = "notifyhub.api.views.handle_bad_request"
+handler500 = "notifyhub.api.views.handle_server_error"

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from accounts.keys import API_KEY_PATTERN
+from accounts.models import Account
+
+
+def run(*args: str) -> list[str]:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue().splitlines()
+
+
+def ping(api_key: str) -> int:
+    return APIClient().get("/api/v1/ping", HTTP_X_API_KEY=api_key).status_code
+
+
+@pytest.mark.django_db
+def test_createaccount_prints_a_working_key_alone_on_the_last_line() -> None:
+    lines = run("createaccount", "dev@example.com", "--plan", "indie", "--password", "s3cret-pass")
+
+    api_key = lines[-1]
+    assert API_KEY_PATTERN.fullmatch(api_key)
+    assert ping(api_key) == 200
+    account = Account.objects.get(user__email="dev@example.com")
+    assert account.plan == "indie"
+    assert account.user.check_password("s3cret-pass")
+
+
+@pytest.mark.django_db
+def test_createaccount_refuses_a_second_account_for_one_email() -> None:
+    run("createaccount", "dev@example.com")
+
+    with pytest.raises(CommandError, match="already exists"):
+        run("createaccount", "DEV@example.com")
+
+
+@pytest.mark.django_db
+def test_createaccount_refuses_a_bad_email() -> None:
+    with pytest.raises(CommandError, match="not an email address"):
+        run("createaccount", "nobody")
+
+
+@pytest.mark.django_db
+def test_rotateapikey_revokes_the_old_key() -> None:
+    old_key = run("createaccount", "dev@example.com")[-1]
+
+    new_key = run("rotateapikey", "dev@example.com")[-1]
+
+    assert API_KEY_PATTERN.fullmatch(new_key)
+    assert new_key != old_key
+    assert (ping(old_key), ping(new_key)) == (401, 200)
+
+
+@pytest.mark.django_db
+def test_setplan_changes_the_plan() -> None:
+    run("createaccount", "dev@example.com")
+
+    run("setplan", "dev@example.com", "startup")
+
+    assert Account.objects.get(user__email="dev@example.com").plan == "startup"
+
+
+@pytest.mark.django_db
+def test_commands_name_an_unknown_account() -> None:
+    with pytest.raises(CommandError, match=r"No account for ghost@example\.com"):
+        run("rotateapikey", "ghost@example.com")

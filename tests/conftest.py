@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings
+from django.db import connection
+from rest_framework.test import APIClient
+
+from accounts.models import Account
+from accounts.plans import Plan
+from accounts.services import account_create
+from notifyhub.api.throttle import reset_rate_limits
+from notifyhub.celery import app as celery_app
+
+REQUIRE_SERVICES = os.environ.get("NOTIFYHUB_REQUIRE_SERVICES", "").lower() == "true"
+
+
+def _unavailable(reason: str) -> None:
+    """CI must not pass by skipping: there a missing service fails the test."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{reason} (NOTIFYHUB_REQUIRE_SERVICES=true)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _service_markers(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("postgres") and connection.vendor != "postgresql":
+        _unavailable("needs PostgreSQL: set DATABASE_URL=postgres://...")
+    if request.node.get_closest_marker("redis"):
+        if not settings.REDIS_URL:
+            _unavailable("needs Redis: set REDIS_URL=redis://...")
+        try:
+            redis.Redis.from_url(settings.REDIS_URL).ping()
+        except redis.RedisError as error:
+            _unavailable(f"Redis at REDIS_URL is unreachable: {error}")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits() -> None:
+    reset_rate_limits()
+
+
+@dataclass
+class Client:
+    """An API client holding one account's key."""
+
+    account: Account
+    api_key: str
+    http: APIClient
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.http.get(path, params, HTTP_X_API_KEY=self.api_key)
+
+    def post(self, path: str, body: Any = None) -> Any:
+        return self.http.post(path, body, format="json", HTTP_X_API_KEY=self.api_key)
+
+    def send_webhook(self, **overrides: Any) -> Any:
+        return self.post("/api/v1/notifications/webhook", {**WEBHOOK, **overrides})
+
+    def send_email(self, **overrides: Any) -> Any:
+        return self.post("/api/v1/notifications/email", {**EMAIL, **overrides})
+
+
+WEBHOOK: dict[str, Any] = {"url": "https://hooks.example.com/in", "payload": {"event": "signup", "id": 42}}
+EMAIL: dict[str, Any] = {"to": "user@example.com", "subject": "Welcome", "body": "<p>Hello</p>"}
+
+_counter = iter(range(1, 10**9))
+
+
+@pytest.fixture
+def make_client(db: None) -> Callable[..., Client]:
+    def make(plan: str = Plan.FREE, **account_fields: Any) -> Client:
+        account, api_key = account_create(email=f"holder{next(_counter)}@example.com", plan=plan)
+        if account_fields:
+            Account.objects.filter(pk=account.pk).update(**account_fields)
+            account.refresh_from_db()
+        return Client(account=account, api_key=api_key, http=APIClient())
+
+    return make
+
+
+@pytest.fixture
+def free(make_client: Callable[..., Client]) -> Client:
+    return make_client(Plan.FREE)
+
+
+@pytest.fixture
+def startup(make_client: Callable[..., Client]) -> Client:
+    return make_client(Plan.STARTUP)
+
+
+@pytest.fixture
+def broker_messages() -> Iterator[Callable[[], list[dict[str, Any]]]]:
+    """Reads (and removes) what the accept path pushed to the real broker, Redis or files."""
+
+    def drain() -> list[dict[str, Any]]:
+        messages = []
+        with celery_app.connection_for_write() as conn, conn.SimpleQueue("celery") as queue:
+            while True:
+                try:
+                    message = queue.get_nowait()
+                except queue.Empty:
+                    return messages
+                messages.append(
+                    {
+                        "task": message.headers["task"],
+                        "args": message.decode()[0] if isinstance(message.decode(), list) else None,
+                        "priority": message.properties.get("priority"),
+                    }
+                )
+                message.ack()
+
+    drain()
+    yield drain
+    drain()

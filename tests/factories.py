@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import factory
+from django.utils import timezone
+
+from notifications.models import DeliveryLog, Job, JobStatus, JobType
+
+
+class JobFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Job
+
+    type = JobType.WEBHOOK
+    payload = factory.LazyFunction(lambda: {"url": "https://hooks.example.com/in", "payload": {"n": 1}})
+    created_at = factory.Sequence(lambda n: timezone.now() - timedelta(hours=1) + timedelta(seconds=n))
+
+
+class FailedJobFactory(JobFactory):
+    status = JobStatus.FAILED
+    attempts = 3
+    error_message = "503 Service Unavailable"
+    started_at = factory.LazyFunction(timezone.now)
+
+
+class DeliveryLogFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = DeliveryLog
+
+    status = "failed"
+    error_message = "503 Service Unavailable"
+    response_status = 503
+    duration_ms = 12
