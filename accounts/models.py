@@ -68,3 +68,14 @@ class UsagePeriod(models.Model):
 
     def __str__(self) -> str:
         return f"{self.account_id} from {self.period_start}: {self.used}"
+
+
+class SigningSecret(models.Model):
+    """The account's webhook signing secret (spec section 6), encrypted: deliveries need the plaintext."""
+
+    account = models.OneToOneField(Account, on_delete=models.CASCADE, related_name="signing_secret")
+    encrypted_secret = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"signing secret of {self.account_id}"

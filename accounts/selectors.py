@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from accounts.crypto import decrypt
 from accounts.keys import api_key_digest, is_well_formed
-from accounts.models import Account, ApiKey
+from accounts.models import Account, ApiKey, SigningSecret
 
 
 def api_key_find(*, raw_key: str) -> ApiKey | None:
@@ -17,3 +18,9 @@ def api_key_find(*, raw_key: str) -> ApiKey | None:
 
 def account_get_by_email(*, email: str) -> Account | None:
     return Account.objects.select_related("user").filter(user__email__iexact=email).first()
+
+
+def signing_secret_get(*, account_id: int) -> str | None:
+    """The plaintext signing secret of the account, or None when it has none."""
+    encrypted = SigningSecret.objects.filter(account_id=account_id).values_list("encrypted_secret", flat=True).first()
+    return decrypt(encrypted) if encrypted else None

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import secrets
 from datetime import date
 
 from django.contrib.auth import get_user_model
@@ -8,8 +9,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.billing import billing_period, us_date
+from accounts.crypto import encrypt
 from accounts.keys import api_key_digest, generate_api_key
-from accounts.models import Account, ApiKey, UsagePeriod
+from accounts.models import Account, ApiKey, SigningSecret, UsagePeriod
 from notifyhub.api.errors import ApiError
 
 
@@ -64,3 +66,15 @@ def usage_consume(*, account: Account) -> None:
         403,
         f"Monthly usage limit exceeded ({used}/{limit}). Upgrade your plan or wait for reset on {us_date(resets_on)}.",
     )
+
+
+def signing_secret_generate(*, account: Account) -> str:
+    """Creates the account's signing secret, replacing any other; returns the plaintext (shown once)."""
+    secret = "whsec_" + secrets.token_hex(32)
+    SigningSecret.objects.update_or_create(account=account, defaults={"encrypted_secret": encrypt(secret)})
+    return secret
+
+
+def signing_secret_delete(*, account: Account) -> bool:
+    deleted, _ = SigningSecret.objects.filter(account=account).delete()
+    return deleted > 0

@@ -7,6 +7,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Account
+from notifications.fields import JSONTextField
 from providers.names import ProviderName
 
 MAX_ATTEMPTS = 3
@@ -36,7 +37,7 @@ class Job(models.Model):
     type = models.CharField(max_length=8, choices=JobType.choices)
     status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PENDING)
     priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
-    payload = models.JSONField()
+    payload = JSONTextField()
     # Forced routing of an email job (spec section 4); replayed by every retry.
     provider = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
     fallback = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
@@ -47,8 +48,12 @@ class Job(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # While a retry waits: when the next attempt is due (shown to clients as nextAttemptAt).
     next_attempt_at = models.DateTimeField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # No worker may claim the job before this: the delivering worker's lease, or a retry's due time.
+    locked_until = models.DateTimeField(null=True, blank=True)
+    # When the sweeper re-sends the job's task if it is still unfinished (the broker may have lost it).
+    requeue_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -63,6 +68,7 @@ class Job(models.Model):
             models.Index(fields=["account", "-created_at"], name="job_account_recent"),
             models.Index(fields=["account", "status", "-created_at"], name="job_account_status_recent"),
             models.Index(fields=["account", "type", "-created_at"], name="job_account_type_recent"),
+            models.Index(fields=["requeue_at"], condition=Q(requeue_at__isnull=False), name="job_requeue_due"),
         ]
 
     def __str__(self) -> str:

@@ -11,5 +11,5 @@ DELIVER_TASK = "notifications.deliver_job"
 BROKER_PRIORITY = {1: 0, 5: 5, 10: 9}
 
 
-def job_enqueue(*, job_id: UUID, priority: int) -> None:
-    app.send_task(DELIVER_TASK, args=[str(job_id)], priority=BROKER_PRIORITY[priority])
+def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) -> None:
+    app.send_task(DELIVER_TASK, args=[str(job_id)], priority=BROKER_PRIORITY[priority], countdown=countdown)

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from accounts.models import Account
 from accounts.services import usage_consume
@@ -15,6 +17,11 @@ from notifyhub.api.errors import ApiError
 
 DUPLICATE_MESSAGE = "Duplicate request detected"
 NOT_RETRYABLE_MESSAGE = "Job not found or cannot be retried (must be in failed status)"
+
+
+def _requeue_time() -> datetime:
+    """When the sweeper should re-send a queued job's task, in case the broker lost it."""
+    return timezone.now() + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS)
 
 
 def platform_sender() -> str:
@@ -111,6 +118,7 @@ def _job_create(
                 idempotency_key=idempotency_key,
                 provider=provider,
                 fallback=fallback,
+                requeue_at=_requeue_time(),
             )
             transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     except IntegrityError:
@@ -132,7 +140,8 @@ def job_retry(*, account: Account, job_id: str) -> Job:
             error_message=None,
             completed_at=None,
             next_attempt_at=None,
-            lease_expires_at=None,
+            locked_until=None,
+            requeue_at=_requeue_time(),
         )
         if not requeued:
             raise ApiError(404, NOT_RETRYABLE_MESSAGE)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -22,6 +23,7 @@ from notifyhub.api.fields import (
     OneOfField,
     PositiveIntegerParamField,
     TextField,
+    is_local_target,
 )
 from notifyhub.api.views import ApiKeyView
 from providers.names import ProviderName
@@ -99,6 +101,11 @@ class SendWebhookView(ApiKeyView):
         headers = HeadersField(required=False)
         priority = priority_field()
         idempotencyKey = idempotency_key_field()
+
+        def validate_url(self, url: str) -> str:
+            if not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS and is_local_target(url):
+                raise ApiError(400, "url must not point to a local or private network address")
+            return url
 
     @extend_schema(summary="Queue a webhook delivery", request=InputSerializer, responses={202: JobAcceptedSerializer})
     def post(self, request: Request) -> Response:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import environ
 from cryptography.fernet import Fernet
+from django.core.exceptions import ImproperlyConfigured
 
 from notifyhub.envconfig import (
     env_bool,
@@ -29,6 +30,10 @@ SECRET_KEY = env_secret("SECRET_KEY", state_dir=VAR_DIR)
 FIELD_ENCRYPTION_KEY = env_secret(
     "FIELD_ENCRYPTION_KEY", state_dir=VAR_DIR, generate=lambda: Fernet.generate_key().decode()
 )
+try:
+    Fernet(FIELD_ENCRYPTION_KEY.encode())
+except ValueError:
+    raise ImproperlyConfigured("FIELD_ENCRYPTION_KEY must be a Fernet key (32 url-safe base64-encoded bytes)") from None
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
@@ -108,6 +113,7 @@ else:
 
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object]
 if REDIS_URL:
     # Broker priorities 0 (first) .. 9; notifications.queue maps job priorities onto them.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"queue_order_strategy": "priority", "priority_steps": [0, 5, 9]}
@@ -118,8 +124,26 @@ else:
         "data_folder_in": str(_broker_dir),
         "data_folder_out": str(_broker_dir),
         "control_folder": str(_broker_dir / "control"),
+        # The file broker is polled: check often so a local run delivers within a blink.
+        "polling_interval": 0.1,
     }
 CELERY_TASK_IGNORE_RESULT = True
+# Nothing lost when a worker dies: a message is acknowledged only after its task ran, a
+# worker holds one message at a time, and the sweeper re-sends what a broker dropped.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+JOB_SWEEP_INTERVAL_SECONDS = env_int("JOB_SWEEP_INTERVAL_SECONDS", 5, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-jobs": {
+        "task": "notifications.sweep_jobs",
+        "schedule": JOB_SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": JOB_SWEEP_INTERVAL_SECONDS},
+    },
+}
 
 # --- Auth, i18n, static ---------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -174,6 +198,16 @@ EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 WEBHOOK_CA_BUNDLE = env_optional("WEBHOOK_CA_BUNDLE")
+# How long a worker holds a job for one attempt; past it, another worker may take over.
+JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 2 * WEBHOOK_TIMEOUT_SECONDS + 60, minimum=1)
+# A queued job whose task has not run after this long has its task sent again.
+JOB_REQUEUE_AFTER_SECONDS = env_int("JOB_REQUEUE_AFTER_SECONDS", 300, minimum=1)
+# How late a scheduled retry may be before the sweeper re-sends it.
+JOB_RETRY_GRACE_SECONDS = env_int("JOB_RETRY_GRACE_SECONDS", 30, minimum=0)
+
+# Free-plan email with no platform provider goes to Django's email backend: files in var/outbox.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
+EMAIL_FILE_PATH = str(VAR_DIR / "outbox")
 
 LOGGING = {
     "version": 1,

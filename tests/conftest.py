@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 import pytest
 import redis
+import trustme
+from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 from django.db import connection
 from rest_framework.test import APIClient
@@ -14,8 +18,10 @@ from rest_framework.test import APIClient
 from accounts.models import Account
 from accounts.plans import Plan
 from accounts.services import account_create
+from notifications.models import Job
 from notifyhub.api.throttle import reset_rate_limits
 from notifyhub.celery import app as celery_app
+from tests.fakes.receiver import Receiver
 
 REQUIRE_SERVICES = os.environ.get("NOTIFYHUB_REQUIRE_SERVICES", "").lower() == "true"
 
@@ -118,3 +124,68 @@ def broker_messages() -> Iterator[Callable[[], list[dict[str, Any]]]]:
     drain()
     yield drain
     drain()
+
+
+@pytest.fixture(scope="session")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="session")
+def ca_bundle(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("ca") / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return str(path)
+
+
+@pytest.fixture
+def receiver(ca: trustme.CA) -> Iterator[Receiver]:
+    with Receiver(ca) as server:
+        yield server
+
+
+@pytest.fixture
+def delivery_settings(settings: Any, ca_bundle: str) -> Any:
+    """Deliveries to local HTTPS receivers, with retries seconds apart instead of minutes."""
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    settings.WEBHOOK_CA_BUNDLE = ca_bundle
+    settings.WEBHOOK_TIMEOUT_SECONDS = 2
+    settings.WEBHOOK_RETRY_DELAYS = [1, 2]
+    settings.EMAIL_RETRY_DELAYS = [1, 2]
+    return settings
+
+
+def purge_broker() -> None:
+    with celery_app.connection_for_write() as conn:
+        conn.default_channel.queue_purge("celery")
+
+
+def worker_thread() -> Any:
+    return start_worker(celery_app, pool="solo", perform_ping_check=False, loglevel="WARNING", shutdown_timeout=15)
+
+
+@pytest.fixture(scope="module")
+def _worker_thread(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    # One worker per test module: stopping one takes seconds on the file broker. It reads
+    # settings when a task runs, so each test's overrides apply.
+    with django_db_blocker.unblock():
+        purge_broker()
+        with worker_thread():
+            yield
+        purge_broker()
+
+
+@pytest.fixture
+def worker(_worker_thread: None, transactional_db: None, delivery_settings: Any) -> None:
+    """A real Celery worker, in a thread of this process, consuming from the real broker."""
+
+
+def wait_for_job(job_id: str | UUID, *statuses: str, timeout: float = 20.0) -> Job:
+    """Polls until the job reaches one of ``statuses`` (default: finished)."""
+    wanted = statuses or ("completed", "failed")
+    deadline = time.monotonic() + timeout
+    while True:
+        job = Job.objects.get(id=job_id)
+        if job.status in wanted or time.monotonic() > deadline:
+            return job
+        time.sleep(0.05)

@@ -11,3 +11,9 @@ from notifyhub.settings import *  # noqa: F403
 
 # Hashing cost is not under test; fast hashes keep account fixtures cheap.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Worker processes started by tests must see the test database, so SQLite's is a file.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}  # noqa: F405
+if not REDIS_URL:  # noqa: F405
+    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.05  # noqa: F405

@@ -6,10 +6,12 @@ errors their own way; a client of this API gets one plain sentence naming the fi
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Sequence
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator, validate_email
@@ -159,3 +161,21 @@ class PositiveIntegerParamField(StrictField):
         if int(data) < 1:
             self.fail("invalid")
         return int(data)
+
+
+def is_local_target(url: str) -> bool:
+    """Whether the URL names localhost or a literal non-public IP address.
+
+    Only what the URL says: names that resolve to private addresses are refused at delivery,
+    where the resolved address is checked and connected to.
+    """
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    return not address.is_global

@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 
 from accounts.keys import API_KEY_PATTERN
 from accounts.models import Account
+from accounts.selectors import signing_secret_get
 
 
 def run(*args: str) -> list[str]:
@@ -70,3 +71,24 @@ def test_setplan_changes_the_plan() -> None:
 def test_commands_name_an_unknown_account() -> None:
     with pytest.raises(CommandError, match=r"No account for ghost@example\.com"):
         run("rotateapikey", "ghost@example.com")
+
+
+@pytest.mark.django_db
+def test_signingsecret_generate_rotate_delete() -> None:
+    run("createaccount", "dev@example.com")
+
+    first = run("signingsecret", "dev@example.com", "generate")[-1]
+    with pytest.raises(CommandError, match="already has a signing secret"):
+        run("signingsecret", "dev@example.com", "generate")
+    second = run("signingsecret", "dev@example.com", "rotate")[-1]
+    account = Account.objects.get(user__email="dev@example.com")
+
+    assert first.startswith("whsec_")
+    assert second.startswith("whsec_")
+    assert first != second
+    assert signing_secret_get(account_id=account.pk) == second
+    assert second not in account.signing_secret.encrypted_secret
+    run("signingsecret", "dev@example.com", "delete")
+    assert signing_secret_get(account_id=account.pk) is None
+    with pytest.raises(CommandError, match="has no signing secret"):
+        run("signingsecret", "dev@example.com", "rotate")

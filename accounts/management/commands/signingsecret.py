@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from accounts.management.commands._account_args import account_or_error
+from accounts.models import SigningSecret
+from accounts.services import signing_secret_delete, signing_secret_generate
+
+
+class Command(BaseCommand):
+    help = "Generate, rotate or delete an account's webhook signing secret; a new secret is the last line."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("email")
+        parser.add_argument("action", choices=["generate", "rotate", "delete"])
+
+    def handle(self, *args: Any, email: str, action: str, **options: Any) -> None:
+        account = account_or_error(email)
+        has_secret = SigningSecret.objects.filter(account=account).exists()
+        if action == "delete":
+            if not signing_secret_delete(account=account):
+                raise CommandError(f"{email} has no signing secret")
+            self.stdout.write(f"Deleted the signing secret of {email}; webhooks go out unsigned.")
+            return
+        if action == "generate" and has_secret:
+            raise CommandError(f"{email} already has a signing secret; use 'rotate' to replace it")
+        if action == "rotate" and not has_secret:
+            raise CommandError(f"{email} has no signing secret; use 'generate'")
+        secret = signing_secret_generate(account=account)
+        self.stdout.write(f"Signing secret of {email} (shown once; the previous one, if any, stops working now):")
+        self.stdout.write(secret)

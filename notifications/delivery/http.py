@@ -1,0 +1,47 @@
+"""The one HTTP client for customer endpoints (DESIGN.md "Security").
+
+requests-hardened resolves the host once, refuses private, loopback, link-local, CG-NAT
+and other internal targets (IPv4 and IPv6), and connects to the address it checked, so a
+DNS answer cannot change between the check and the connection. Redirects are never
+followed. One pooled session per process and configuration keeps connections alive.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import certifi
+import requests
+from django.conf import settings
+from requests_hardened import Config, HTTPSession
+
+
+def webhook_session() -> requests.Session:
+    return _session(
+        block_private=not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+        timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
+        ca_bundle=settings.WEBHOOK_CA_BUNDLE,
+    )
+
+
+@cache
+def _session(*, block_private: bool, timeout: int, ca_bundle: str | None) -> requests.Session:
+    config = Config(
+        ip_filter_enable=block_private,
+        ip_filter_allow_loopback_ips=False,
+        never_redirect=True,
+        default_timeout=(timeout, timeout),
+    )
+    session = HTTPSession(config)
+    session.trust_env = False  # no proxies or CA settings from the environment
+    session.verify = _trusted_cas(ca_bundle) if ca_bundle else certifi.where()
+    return session
+
+
+def _trusted_cas(extra_bundle: str) -> str:
+    """The public CAs plus the extra bundle: ``verify=`` takes one file, which replaces the defaults."""
+    combined = Path(settings.VAR_DIR) / "webhook-ca-bundle.pem"
+    combined.parent.mkdir(parents=True, exist_ok=True)
+    combined.write_text(Path(certifi.where()).read_text() + "\n" + Path(extra_bundle).read_text())
+    return str(combined)

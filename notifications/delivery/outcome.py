@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What one delivery attempt came to; becomes one DeliveryLog row."""
+
+    delivered: bool
+    # Whether another attempt may succeed (5xx, network); ignored when delivered.
+    retryable: bool = False
+    error_message: str | None = None
+    used_provider: str | None = None
+    response_status: int | None = None
+    duration_ms: int | None = None
+    response_excerpt: str = ""
+
+    @classmethod
+    def failure(cls, message: str, *, retryable: bool, **details: object) -> AttemptOutcome:
+        return cls(delivered=False, retryable=retryable, error_message=message, **details)  # type: ignore[arg-type]

@@ -1,0 +1,145 @@
+"""Processing jobs: claim, attempt, record, sweep (DESIGN.md "Delivery engine").
+
+The database is the source of truth. A task only names a job; whoever claims it with a
+conditional UPDATE delivers it, so duplicate or replayed tasks are harmless, and the
+sweeper re-sends tasks the broker lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from notifications.delivery.email import deliver_email
+from notifications.delivery.outcome import AttemptOutcome
+from notifications.delivery.webhook import deliver_webhook
+from notifications.models import DeliveryLog, DeliveryStatus, Job, JobStatus, JobType
+from notifications.queue import job_enqueue
+
+logger = logging.getLogger(__name__)
+
+DELIVERERS: dict[str, Callable[..., AttemptOutcome]] = {
+    JobType.WEBHOOK: deliver_webhook,
+    JobType.EMAIL: deliver_email,
+}
+# A retry task may run a moment before its due time by the database's clock.
+CLAIM_TOLERANCE = timedelta(seconds=1)
+UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
+
+
+def _seconds(name: str) -> timedelta:
+    return timedelta(seconds=getattr(settings, name))
+
+
+def job_process(*, job_id: UUID) -> None:
+    """Runs one attempt of the job if this worker can claim it; otherwise does nothing."""
+    job = job_claim(job_id=job_id)
+    if job is None:
+        return
+    outcome = _attempt(job, attempt=job.attempts + 1)
+    job_record_attempt(job=job, outcome=outcome)
+
+
+def job_claim(*, job_id: UUID) -> Job | None:
+    """Takes the job for one attempt: pending, or processing with its lock expired."""
+    now = timezone.now()
+    lease_until = now + _seconds("JOB_LEASE_SECONDS")
+    claimable = Q(status=JobStatus.PENDING) | Q(status=JobStatus.PROCESSING, locked_until__lte=now + CLAIM_TOLERANCE)
+    claimed = Job.objects.filter(claimable, id=job_id).update(
+        status=JobStatus.PROCESSING,
+        started_at=Coalesce("started_at", Value(now)),
+        locked_until=lease_until,
+        next_attempt_at=None,
+        # Should this worker die, the sweeper re-sends the task once the lease is over.
+        requeue_at=lease_until,
+    )
+    if not claimed:
+        return None
+    return Job.objects.select_related("account").get(id=job_id)
+
+
+def _attempt(job: Job, *, attempt: int) -> AttemptOutcome:
+    try:
+        return DELIVERERS[job.type](job, attempt=attempt)
+    except Exception:
+        # A bug must not leave the job stuck or show a stack trace to the client.
+        logger.exception("Delivery of job %s crashed", job.id)
+        return AttemptOutcome.failure("Internal error while delivering; will retry", retryable=True)
+
+
+def _retry_delay(job: Job, *, attempt: int, outcome: AttemptOutcome) -> int | None:
+    """Seconds until the next attempt, or None when the job has failed for good."""
+    if not outcome.retryable or attempt >= job.max_attempts:
+        return None
+    delays = settings.WEBHOOK_RETRY_DELAYS if job.type == JobType.WEBHOOK else settings.EMAIL_RETRY_DELAYS
+    return delays[min(attempt, len(delays)) - 1] if delays else 0
+
+
+def _state_after(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetime) -> dict[str, Any]:
+    finished = {"locked_until": None, "next_attempt_at": None, "requeue_at": None}
+    if outcome.delivered:
+        return {"status": JobStatus.COMPLETED, "completed_at": now, "error_message": None, **finished}
+    delay = _retry_delay(job, attempt=attempt, outcome=outcome)
+    if delay is None:
+        return {"status": JobStatus.FAILED, "error_message": outcome.error_message, **finished}
+    due = now + timedelta(seconds=delay)
+    return {
+        "error_message": outcome.error_message,
+        "next_attempt_at": due,
+        "locked_until": due,
+        "requeue_at": due + _seconds("JOB_RETRY_GRACE_SECONDS"),
+    }
+
+
+def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> None:
+    """Writes the attempt's log and the job's next state, if this worker still holds the lease."""
+    attempt = job.attempts + 1
+    now = timezone.now()
+    changes = _state_after(job, attempt=attempt, outcome=outcome, now=now)
+    with transaction.atomic():
+        still_ours = Job.objects.filter(id=job.id, status=JobStatus.PROCESSING, locked_until=job.locked_until)
+        if not still_ours.update(attempts=attempt, **changes):
+            logger.warning("Job %s: lease lost during attempt %s; result not recorded", job.id, attempt)
+            return
+        DeliveryLog.objects.create(
+            job=job,
+            attempt=attempt,
+            status=DeliveryStatus.SUCCESS if outcome.delivered else DeliveryStatus.FAILED,
+            used_provider=outcome.used_provider,
+            error_message=None if outcome.delivered else outcome.error_message,
+            response_status=outcome.response_status,
+            duration_ms=outcome.duration_ms,
+            response_excerpt=outcome.response_excerpt,
+            created_at=now,
+        )
+        if changes.get("next_attempt_at"):
+            delay = (changes["next_attempt_at"] - now).total_seconds()
+            transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))
+
+
+def jobs_sweep(*, batch_size: int = 1000) -> int:
+    """Re-sends the tasks of unfinished jobs whose requeue time has passed; returns how many."""
+    now = timezone.now()
+    due = list(
+        Job.objects.filter(requeue_at__lte=now, status__in=UNFINISHED)
+        .order_by("requeue_at")
+        .values_list("id", "priority")[:batch_size]
+    )
+    if not due:
+        return 0
+    Job.objects.filter(id__in=[job_id for job_id, _ in due], requeue_at__lte=now).update(
+        requeue_at=now + _seconds("JOB_REQUEUE_AFTER_SECONDS")
+    )
+    for job_id, priority in due:
+        job_enqueue(job_id=job_id, priority=priority)
+    logger.info("Sweeper re-sent %d job(s)", len(due))
+    return len(due)

@@ -1,0 +1,57 @@
+"""Webhook signatures (spec section 6): ``X-Webhook-Signature: t=<timestamp>,v1=<hex>``.
+
+``<hex>`` is HMAC-SHA256, keyed with the plaintext secret, of ``<timestamp>.<body>``: the
+exact bytes NotifyHub sent. Receivers can use :func:`verify_signature` as it is; it depends
+on nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+
+DEFAULT_TOLERANCE_SECONDS = 300
+
+
+def compute_signature(secret: str, timestamp: int, body: bytes) -> str:
+    signed = str(timestamp).encode() + b"." + body
+    return hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+
+
+def signature_header(secret: str, timestamp: int, body: bytes) -> str:
+    return f"t={timestamp},v1={compute_signature(secret, timestamp, body)}"
+
+
+def _parse_header(header: str) -> tuple[int | None, list[str]]:
+    timestamp, signatures = None, []
+    for part in header.split(","):
+        key, _, value = part.strip().partition("=")
+        if key == "t" and value.isdigit():
+            timestamp = int(value)
+        elif key == "v1":
+            signatures.append(value)
+    return timestamp, signatures
+
+
+def verify_signature(
+    secret: str,
+    header: str,
+    body: bytes,
+    tolerance: int = DEFAULT_TOLERANCE_SECONDS,
+    *,
+    now: float | None = None,
+) -> bool:
+    """True when ``header`` signs ``body`` with ``secret`` and is at most ``tolerance`` seconds old.
+
+    Pass the raw request body, before any JSON parsing: re-serialising changes the bytes.
+    The comparison is constant-time; the tolerance rejects replays of old deliveries.
+    """
+    timestamp, signatures = _parse_header(header)
+    if timestamp is None or not signatures:
+        return False
+    current = time.time() if now is None else now
+    if tolerance and abs(current - timestamp) > tolerance:
+        return False
+    expected = compute_signature(secret, timestamp, body)
+    return any(hmac.compare_digest(expected, candidate) for candidate in signatures)

@@ -1,0 +1,96 @@
+"""The engine's guarantees: nothing lost, nothing delivered twice by the engine, priorities kept."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from notifications.models import Job, JobStatus, JobType
+from notifications.processing import job_process, jobs_sweep
+from notifications.queue import job_enqueue
+from tests.conftest import Client, wait_for_job
+from tests.fakes.receiver import Receiver, Reply
+
+
+def _lost_job(client: Client, receiver: Receiver) -> Job:
+    """A job stored as the API stores it, whose broker message never got sent."""
+    return Job.objects.create(
+        account=client.account,
+        type=JobType.WEBHOOK,
+        payload={"url": receiver.url(), "method": "POST", "headers": {}, "payload": {"n": 1}},
+        requeue_at=timezone.now() + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS),
+    )
+
+
+@pytest.mark.usefixtures("worker")
+def test_the_sweeper_delivers_a_job_whose_task_was_lost(free: Client, receiver: Receiver) -> None:
+    job = _lost_job(free, receiver)
+    time.sleep(0.5)
+    assert Job.objects.get(id=job.id).status == JobStatus.PENDING
+
+    Job.objects.filter(id=job.id).update(requeue_at=timezone.now())
+    assert jobs_sweep() == 1
+
+    assert wait_for_job(job.id).status == JobStatus.COMPLETED
+    assert len(receiver.wait_for(1)) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweeper_leaves_jobs_that_are_not_due(free: Client, receiver: Receiver) -> None:
+    _lost_job(free, receiver)
+
+    assert jobs_sweep() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweeper_pushes_a_due_job_once_per_requeue_period(free: Client, receiver: Receiver) -> None:
+    job = _lost_job(free, receiver)
+    Job.objects.filter(id=job.id).update(requeue_at=timezone.now() - timedelta(seconds=1))
+
+    assert (jobs_sweep(), jobs_sweep()) == (1, 0)
+    assert Job.objects.get(id=job.id).requeue_at > timezone.now() + timedelta(seconds=250)
+
+
+@pytest.mark.usefixtures("worker")
+def test_the_same_task_twice_delivers_once(free: Client, receiver: Receiver) -> None:
+    receiver.script("/hook", Reply(delay=0.5))
+    job = _lost_job(free, receiver)
+
+    job_enqueue(job_id=job.id, priority=5)
+    job_enqueue(job_id=job.id, priority=5)
+    wait_for_job(job.id)
+    time.sleep(1)
+
+    assert len(receiver.arrivals) == 1
+    assert Job.objects.get(id=job.id).delivery_logs.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_held_by_a_live_lease_cannot_be_claimed_again(
+    free: Client, receiver: Receiver, delivery_settings: Any
+) -> None:
+    job = _lost_job(free, receiver)
+    Job.objects.filter(id=job.id).update(
+        status=JobStatus.PROCESSING, locked_until=timezone.now() + timedelta(minutes=1)
+    )
+
+    job_process(job_id=job.id)
+
+    assert receiver.arrivals == []
+    assert Job.objects.get(id=job.id).attempts == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_finished_job_is_never_claimed(free: Client, receiver: Receiver, delivery_settings: Any) -> None:
+    job = _lost_job(free, receiver)
+    job_process(job_id=job.id)
+
+    job_process(job_id=job.id)
+
+    assert Job.objects.get(id=job.id).status == JobStatus.COMPLETED
+    assert len(receiver.arrivals) == 1
