@@ -8,6 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.plans import Plan, PlanLimits, limits_for
+from providers.names import ProviderName
 
 
 def today() -> date:
@@ -79,3 +80,22 @@ class SigningSecret(models.Model):
 
     def __str__(self) -> str:
         return f"signing secret of {self.account_id}"
+
+
+class ProviderKey(models.Model):
+    """An account's own credentials for one email provider; lower priority is tried first."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="provider_keys")
+    provider = models.CharField(max_length=16, choices=ProviderName.choices)
+    encrypted_api_key = models.TextField()
+    # Postmark's account-level token, used only for domain operations.
+    encrypted_account_token = models.TextField(blank=True, default="")
+    priority = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["account", "provider"], name="one_key_per_provider")]
+        ordering = ["priority", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.provider} key of {self.account_id} (priority {self.priority})"

@@ -11,7 +11,7 @@ from django.utils import timezone
 from accounts.billing import billing_period, us_date
 from accounts.crypto import encrypt
 from accounts.keys import api_key_digest, generate_api_key
-from accounts.models import Account, ApiKey, SigningSecret, UsagePeriod
+from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
 from notifyhub.api.errors import ApiError
 
 
@@ -77,4 +77,30 @@ def signing_secret_generate(*, account: Account) -> str:
 
 def signing_secret_delete(*, account: Account) -> bool:
     deleted, _ = SigningSecret.objects.filter(account=account).delete()
+    return deleted > 0
+
+
+def provider_key_set(
+    *, account: Account, provider: str, api_key: str, priority: int | None = None, account_token: str | None = None
+) -> ProviderKey:
+    """Adds the provider's key to the account, or replaces it; a new key goes last unless told."""
+    existing = ProviderKey.objects.filter(account=account, provider=provider).first()
+    if priority is None:
+        priority = existing.priority if existing else _next_priority(account)
+    token = encrypt(account_token) if account_token else (existing.encrypted_account_token if existing else "")
+    key, _ = ProviderKey.objects.update_or_create(
+        account=account,
+        provider=provider,
+        defaults={"encrypted_api_key": encrypt(api_key), "priority": priority, "encrypted_account_token": token},
+    )
+    return key
+
+
+def _next_priority(account: Account) -> int:
+    highest = account.provider_keys.order_by("-priority").values_list("priority", flat=True).first()
+    return (highest or 0) + 1
+
+
+def provider_key_remove(*, account: Account, provider: str) -> bool:
+    deleted, _ = ProviderKey.objects.filter(account=account, provider=provider).delete()
     return deleted > 0

@@ -92,6 +92,8 @@ class DeliveryLog(models.Model):
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     response_excerpt = models.TextField(blank=True, default="")
+    # The provider's id for the message, to match its delivery events to this job.
+    provider_message_id = models.CharField(max_length=255, null=True, blank=True, db_index=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

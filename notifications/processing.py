@@ -119,6 +119,7 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> None:
             response_status=outcome.response_status,
             duration_ms=outcome.duration_ms,
             response_excerpt=outcome.response_excerpt,
+            provider_message_id=outcome.provider_message_id,
             created_at=now,
         )
         if changes.get("next_attempt_at"):

@@ -9,13 +9,16 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Account
+from accounts.selectors import configured_providers
 from accounts.services import usage_consume
+from domains.selectors import sender_for
 from notifications.models import Job, JobStatus, JobType
 from notifications.queue import job_enqueue
 from notifications.selectors import parse_job_id
 from notifyhub.api.errors import ApiError
 
 DUPLICATE_MESSAGE = "Duplicate request detected"
+NO_PROVIDER_MESSAGE = "No email provider configured. Add at least one provider API key."
 NOT_RETRYABLE_MESSAGE = "Job not found or cannot be retried (must be in failed status)"
 
 
@@ -37,6 +40,17 @@ def _check_free_plan_email(*, sender: str | None, priority: int | None, provider
         raise ApiError(400, f"Cannot send from {sender}. Only {platform_sender()} is allowed.")
 
 
+def _check_paid_plan_email(*, account: Account, sender: str | None, provider: str | None, fallback: str | None) -> None:
+    configured = configured_providers(account=account)
+    if not configured:
+        raise ApiError(403, NO_PROVIDER_MESSAGE)
+    if provider is not None and provider not in configured:
+        raise ApiError(400, f"Provider {provider} is not configured for this customer")
+    if fallback is not None and fallback not in configured:
+        raise ApiError(400, f"Fallback provider {fallback} is not configured for this customer")
+    sender_for(account=account, requested=sender)
+
+
 def email_job_create(
     *,
     account: Account,
@@ -49,7 +63,9 @@ def email_job_create(
     fallback: str | None = None,
     idempotency_key: str | None = None,
 ) -> Job:
-    if not account.limits.is_paid:
+    if account.limits.is_paid:
+        _check_paid_plan_email(account=account, sender=sender, provider=provider, fallback=fallback)
+    else:
         _check_free_plan_email(sender=sender, priority=priority, provider=provider)
     payload: dict[str, Any] = {"to": to, "subject": subject, "body": body}
     if sender is not None:
@@ -133,6 +149,9 @@ def job_retry(*, account: Account, job_id: str) -> Job:
     parsed_id = parse_job_id(job_id)
     if parsed_id is None:
         raise ApiError(404, NOT_RETRYABLE_MESSAGE)
+    failed = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).only("type").first()
+    if failed and failed.type == JobType.EMAIL and account.limits.is_paid and not configured_providers(account=account):
+        raise ApiError(400, NO_PROVIDER_MESSAGE)
     with transaction.atomic():
         requeued = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).update(
             status=JobStatus.PENDING,

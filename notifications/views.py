@@ -25,7 +25,7 @@ from notifyhub.api.fields import (
     TextField,
     is_local_target,
 )
-from notifyhub.api.views import ApiKeyView
+from notifyhub.api.views import AccountHolderView, ApiKeyView
 from providers.names import ProviderName
 
 WEBHOOK_METHODS = ["POST", "PUT", "PATCH", "DELETE"]
@@ -126,6 +126,13 @@ class SendWebhookView(ApiKeyView):
 
 class JobDetailView(ApiKeyView):
     @extend_schema(summary="Get job status", responses={200: JobDetailSerializer})
+    def get(self, request: Request, job_id: str) -> Response:
+        job = job_get(account=request_account(request), job_id=job_id)
+        return Response(JobDetailSerializer(job).data)
+
+
+class UserJobDetailView(AccountHolderView):
+    @extend_schema(summary="Get one of your jobs (dashboard session or API key)", responses={200: JobDetailSerializer})
     def get(self, request: Request, job_id: str) -> Response:
         job = job_get(account=request_account(request), job_id=job_id)
         return Response(JobDetailSerializer(job).data)

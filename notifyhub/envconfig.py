@@ -88,3 +88,16 @@ def env_secret(name: str, *, state_dir: Path, generate: Callable[[], str] | None
         return path.read_text().strip()
     tmp.replace(path)
     return value
+
+
+def env_provider_keys(names: list[str], *, known: list[str]) -> dict[str, str]:
+    """``PLATFORM_<NAME>_API_KEY`` for each provider named in ``PLATFORM_PROVIDERS``."""
+    keys = {}
+    for name in names:
+        if name not in known:
+            raise ImproperlyConfigured(f"PLATFORM_PROVIDERS: unknown provider {name!r} (known: {', '.join(known)})")
+        key = env_optional(f"PLATFORM_{name}_API_KEY")
+        if key is None:
+            raise ImproperlyConfigured(f"PLATFORM_PROVIDERS names {name}, but PLATFORM_{name}_API_KEY is not set")
+        keys[name] = key
+    return keys

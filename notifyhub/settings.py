@@ -18,6 +18,7 @@ from notifyhub.envconfig import (
     env_int_list,
     env_list,
     env_optional,
+    env_provider_keys,
     env_secret,
     env_str,
 )
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "accounts",
     "notifications",
+    "domains",
 ]
 
 MIDDLEWARE = [
@@ -193,6 +195,10 @@ API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)
 # --- Notifications --------------------------------------------------------------------
 PLATFORM_DOMAIN = env_str("PLATFORM_DOMAIN", "notifyhub.local")
 PLATFORM_PROVIDERS = env_list("PLATFORM_PROVIDERS")
+PLATFORM_PROVIDER_KEYS = env_provider_keys(PLATFORM_PROVIDERS, known=["SENDGRID", "RESEND", "POSTMARK"])
+SENDGRID_API_URL = env_str("SENDGRID_API_URL", "https://api.sendgrid.com/v3/")
+RESEND_API_URL = env_str("RESEND_API_URL", "https://api.resend.com/")
+POSTMARK_API_URL = env_str("POSTMARK_API_URL", "https://api.postmarkapp.com/")
 WEBHOOK_RETRY_DELAYS = env_int_list("WEBHOOK_RETRY_DELAYS", "120,240")
 EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)

@@ -4,11 +4,16 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from domains.views import DomainView
+from notifications.views import UserJobDetailView
 from notifyhub.api.views import PingView, api_not_found
 
 urlpatterns = [
     path("api/v1/ping", PingView.as_view(), name="ping"),
     path("api/v1/notifications/", include("notifications.urls")),
+    path("api/v1/user/domain/", include("domains.urls")),
+    path("api/v1/user/domain", DomainView.as_view()),
+    path("api/v1/user/jobs/<str:job_id>", UserJobDetailView.as_view(), name="user-job-detail"),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     re_path(r"^api/(?P<path>.*)$", api_not_found),

@@ -13,11 +13,13 @@ import trustme
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.models import Account
 from accounts.plans import Plan
-from accounts.services import account_create
+from accounts.services import account_create, provider_key_set
+from domains.models import DomainRegistration, DomainStatus, SenderDomain
 from notifications.models import Job
 from notifyhub.api.throttle import reset_rate_limits
 from notifyhub.celery import app as celery_app
@@ -88,6 +90,20 @@ def make_client(db: None) -> Callable[..., Client]:
         return Client(account=account, api_key=api_key, http=APIClient())
 
     return make
+
+
+def ready_to_send(client: Client, *providers: str, domain: str = "example.com") -> Client:
+    """A paid account with provider keys and a verified sending domain, set up in the database only."""
+    for provider in providers or ("SENDGRID",):
+        provider_key_set(account=client.account, provider=provider, api_key=f"{provider.lower()}-key")
+    sender_domain = SenderDomain.objects.create(
+        account=client.account, name=domain, status=DomainStatus.VERIFIED, verified_at=timezone.now()
+    )
+    for provider in providers or ("SENDGRID",):
+        DomainRegistration.objects.create(
+            domain=sender_domain, provider=provider, provider_domain_id="1", verified=True
+        )
+    return client
 
 
 @pytest.fixture

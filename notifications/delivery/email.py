@@ -1,33 +1,101 @@
-"""Delivering an email job. Free plan: the platform's sender through Django's email backend."""
+"""Delivering an email job (spec sections 1, 3 and 4).
+
+Free plan: the platform's providers (``PLATFORM_PROVIDERS``) with failover, or Django's email
+backend when none is configured; logs never name a provider. Paid plans: the account's own
+providers in priority order, or the forced ``provider`` and ``fallback``; forced routing is
+never retried.
+"""
 
 from __future__ import annotations
 
 import time
 
+from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.utils.html import strip_tags
 
+from accounts.selectors import provider_credentials
+from domains.selectors import sender_for
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.models import Job
-from notifications.services import platform_sender
+from notifications.services import NO_PROVIDER_MESSAGE, platform_sender
+from notifyhub.api.errors import ApiError
+from providers.base import Credentials, OutgoingEmail
+from providers.failover import Route, send_with_failover
+from providers.registry import get_provider
 
 
-def build_message(job: Job, *, sender: str) -> EmailMultiAlternatives:
-    """HTML body with a plain-text part derived from it, so both kinds of client read it."""
-    body = job.payload["body"]
-    message = EmailMultiAlternatives(job.payload["subject"], strip_tags(body), sender, [job.payload["to"]])
-    message.attach_alternative(body, "text/html")
-    return message
+class NotDeliverable(Exception):
+    """The job cannot be sent as it stands (no key, no verified domain): no retry helps."""
 
 
 def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
-    if job.account.limits.is_paid:
-        return AttemptOutcome.failure(
-            "No email provider is configured. Add at least one provider API key.", retryable=False
-        )
+    paid = job.account.limits.is_paid
+    try:
+        sender = _sender(job) if paid else platform_sender()
+        routes = _account_routes(job) if paid else _platform_routes()
+    except NotDeliverable as error:
+        return AttemptOutcome.failure(str(error), retryable=False)
+    if not routes:
+        return _send_with_django_backend(job, sender=sender)
+    email = OutgoingEmail(
+        job_id=str(job.id),
+        sender=sender,
+        to=job.payload["to"],
+        subject=job.payload["subject"],
+        html=job.payload["body"],
+    )
+    started = time.monotonic()
+    result = send_with_failover(email, routes)
+    details = {
+        # Spec section 2: usedProvider is shown to paid plans only.
+        "used_provider": result.last_tried if paid else None,
+        "duration_ms": _elapsed_ms(started),
+    }
+    if result.sent:
+        return AttemptOutcome(delivered=True, provider_message_id=result.sent.message_id, **details)  # type: ignore[arg-type]
+    # Spec section 4, routing rules 2 and 3: a forced route that failed is final.
+    return AttemptOutcome.failure(result.error_message, retryable=job.provider is None, **details)
+
+
+def _sender(job: Job) -> str:
+    try:
+        return sender_for(account=job.account, requested=job.payload.get("from"))
+    except ApiError as error:
+        raise NotDeliverable(error.message) from None
+
+
+def _platform_routes() -> list[Route]:
+    return [
+        Route(get_provider(name), Credentials(api_key=settings.PLATFORM_PROVIDER_KEYS[name]))
+        for name in settings.PLATFORM_PROVIDERS
+    ]
+
+
+def _account_routes(job: Job) -> list[Route]:
+    credentials = provider_credentials(account=job.account)
+    if not credentials:
+        raise NotDeliverable(NO_PROVIDER_MESSAGE)
+    if job.provider is None:
+        return [Route(get_provider(name), key) for name, key in credentials.items()]
+    forced = [job.provider, *([job.fallback] if job.fallback else [])]
+    if job.provider not in credentials:
+        raise NotDeliverable(f"Provider {job.provider} is not configured for this customer")
+    return [Route(get_provider(name), credentials[name]) for name in forced if name in credentials]
+
+
+def _send_with_django_backend(job: Job, *, sender: str) -> AttemptOutcome:
+    """Local runs with no platform provider: Django's EMAIL_BACKEND (files in var/outbox by default)."""
+    body = job.payload["body"]
+    message = EmailMultiAlternatives(job.payload["subject"], strip_tags(body), sender, [job.payload["to"]])
+    message.attach_alternative(body, "text/html")
     started = time.monotonic()
     try:
-        build_message(job, sender=platform_sender()).send()
+        message.send()
     except OSError as error:
         return AttemptOutcome.failure(f"Email backend failed: {error.strerror or error}", retryable=True)
-    return AttemptOutcome(delivered=True, duration_ms=round((time.monotonic() - started) * 1000))
+    return AttemptOutcome(delivered=True, duration_ms=_elapsed_ms(started))
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)

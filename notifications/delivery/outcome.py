@@ -15,6 +15,7 @@ class AttemptOutcome:
     response_status: int | None = None
     duration_ms: int | None = None
     response_excerpt: str = ""
+    provider_message_id: str | None = None
 
     @classmethod
     def failure(cls, message: str, *, retryable: bool, **details: object) -> AttemptOutcome:

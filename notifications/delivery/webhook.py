@@ -15,6 +15,7 @@ from notifications.delivery.http import webhook_session
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.models import Job
 from notifyhub.api.fields import json_bytes
+from notifyhub.http_errors import describe_network_error
 from notifyhub.signing import signature_header
 
 USER_AGENT = "NotifyHub/1.0"
@@ -89,38 +90,9 @@ def _classify(status: int, reason: str | None, excerpt: str, *, duration_ms: int
     return AttemptOutcome.failure(message, retryable=status >= 500, **details)
 
 
-def _caused_by(error: BaseException, kind: type[BaseException]) -> bool:
-    """Whether ``kind`` is anywhere in the chain requests and urllib3 wrap a socket error in."""
-    pending: list[BaseException] = [error]
-    seen: set[int] = set()
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, kind):
-            return True
-        linked = [current.__cause__, current.__context__, getattr(current, "reason", None), *current.args]
-        pending.extend(item for item in linked if isinstance(item, BaseException))
-    return False
-
-
 def _network_failure(error: requests.RequestException, *, duration_ms: int) -> AttemptOutcome:
     if isinstance(error, InvalidIPAddress):
         message = f"Refused: the URL resolves to a non-public address ({error.args[0]})"
         return AttemptOutcome.failure(message, retryable=False, duration_ms=duration_ms)
-    if isinstance(error, requests.Timeout):
-        message = f"Timed out after {settings.WEBHOOK_TIMEOUT_SECONDS}s"
-    elif isinstance(error, requests.exceptions.SSLError):
-        message = "TLS error: " + (
-            "certificate verify failed" if "CERTIFICATE_VERIFY" in str(error) else "handshake failed"
-        )
-    elif _caused_by(error, ConnectionRefusedError):
-        message = "Connection refused"
-    elif "resolve" in str(error).lower() or "Name or service not known" in str(error):
-        message = "DNS lookup failed"
-    elif isinstance(error, requests.ConnectionError):
-        message = "Connection failed"
-    else:
-        message = f"Request failed ({type(error).__name__})"
+    message = describe_network_error(error, timeout_seconds=settings.WEBHOOK_TIMEOUT_SECONDS)
     return AttemptOutcome.failure(message, retryable=True, duration_ms=duration_ms)

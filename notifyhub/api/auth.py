@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
@@ -40,8 +40,22 @@ class ApiKeyAuthentication(BaseAuthentication):
         return 'Bearer realm="api"'
 
 
+class ApiKeyIfSentAuthentication(ApiKeyAuthentication):
+    """An API key when the request carries one; otherwise the next authenticator (the session) decides."""
+
+    def authenticate(self, request: Request) -> tuple[Any, ApiKey] | None:  # type: ignore[override]
+        if presented_api_key(request) is None:
+            return None
+        return super().authenticate(request)
+
+
 def request_account(request: Request) -> Account:
-    """The account a request acts for."""
-    api_key = request.auth
-    assert isinstance(api_key, ApiKey), "view must use ApiKeyAuthentication"
-    return api_key.account
+    """The account a request acts for: the API key's, or the signed-in user's."""
+    if isinstance(request.auth, ApiKey):
+        return request.auth.account
+    account = Account.objects.filter(user_id=cast(int, request.user.pk)).first()
+    if account is None:
+        raise ApiError(403, "This user has no NotifyHub account")
+    if not account.is_usable:
+        raise ApiError(403, "Account is inactive")
+    return account

@@ -29,6 +29,8 @@ def _status_and_message(exc: Exception) -> tuple[int, str]:
         return 404, "Not found"
     if isinstance(exc, PermissionDenied):
         return 403, "Permission denied"
+    if isinstance(exc, exceptions.NotAuthenticated):
+        return 401, "Sign in or send an API key"
     if isinstance(exc, exceptions.Throttled):
         return 429, "Rate limit exceeded"
     if isinstance(exc, exceptions.UnsupportedMediaType):

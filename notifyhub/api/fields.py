@@ -179,3 +179,20 @@ def is_local_target(url: str) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
         address = address.ipv4_mapped
     return not address.is_global
+
+
+# A registrable DNS name: labels of letters, digits and inner hyphens, a letter-only TLD.
+DOMAIN_NAME = re.compile(r"(?=.{4,253}$)((?!-)[a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}")
+
+
+@extend_schema_field(OpenApiTypes.HOSTNAME)
+class DomainNameField(StrictField):
+    invalid_message = required_message = "{name} must be a domain name such as example.com"
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        name = data.strip().rstrip(".").lower()
+        if not DOMAIN_NAME.fullmatch(name):
+            self.fail("invalid")
+        return name

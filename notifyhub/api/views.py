@@ -7,11 +7,13 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request, server_error
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from notifyhub.api.auth import ApiKeyAuthentication
+from notifyhub.api.auth import ApiKeyAuthentication, ApiKeyIfSentAuthentication
 from notifyhub.api.envelope import error_response, iso_utc
 from notifyhub.api.throttle import ApiKeyRateThrottle
 
@@ -19,6 +21,13 @@ from notifyhub.api.throttle import ApiKeyRateThrottle
 # Endpoints for API clients: key authentication, then the per-key rate limit.
 class ApiKeyView(APIView):
     authentication_classes = [ApiKeyAuthentication]
+    throttle_classes = [ApiKeyRateThrottle]
+
+
+# Endpoints for the account holder: the dashboard's session (with CSRF) or an API key.
+class AccountHolderView(APIView):
+    authentication_classes = [ApiKeyIfSentAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
     throttle_classes = [ApiKeyRateThrottle]
 
 

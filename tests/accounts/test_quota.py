@@ -15,7 +15,7 @@ from accounts.plans import Plan
 from accounts.services import account_set_plan
 from notifications.models import Job
 from tests.api.test_envelope import assert_error
-from tests.conftest import WEBHOOK, Client
+from tests.conftest import WEBHOOK, Client, ready_to_send
 
 
 def _fill(client: Client, used: int) -> None:
@@ -35,8 +35,9 @@ def test_the_free_plan_counts_emails_and_webhooks(free: Client) -> None:
 
 
 def test_paid_plans_count_webhooks_only(startup: Client) -> None:
-    startup.send_email()
-    startup.send_email()
+    ready_to_send(startup)
+    assert startup.send_email().status_code == 202
+    assert startup.send_email().status_code == 202
     startup.send_webhook()
 
     assert UsagePeriod.objects.get(account=startup.account).used == 1
@@ -64,7 +65,7 @@ def test_the_last_unit_is_spent_then_refused(free: Client) -> None:
 
 
 def test_paid_emails_go_through_when_the_webhook_quota_is_spent(make_client: Callable[..., Client]) -> None:
-    indie = make_client(Plan.INDIE)
+    indie = ready_to_send(make_client(Plan.INDIE))
     _fill(indie, 4000)
 
     assert indie.send_email().status_code == 202

@@ -8,7 +8,7 @@ import pytest
 from accounts.plans import Plan
 from notifications.models import Job
 from tests.api.test_envelope import assert_error
-from tests.conftest import Client
+from tests.conftest import Client, ready_to_send
 
 
 def test_it_accepts_an_email_and_stores_the_job(free: Client) -> None:
@@ -107,6 +107,8 @@ def test_body_validation_comes_before_plan_rules(free: Client) -> None:
 
 
 def test_a_paid_email_stores_its_routing_and_priority(startup: Client) -> None:
+    ready_to_send(startup, "POSTMARK", "RESEND")
+
     response = startup.send_email(provider="POSTMARK", fallback="RESEND", priority=1)
 
     assert response.status_code == 202

@@ -1,0 +1,163 @@
+"""Sender domains: register ``em.<domain>`` with every configured provider, verify, delete."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.models import Account
+from accounts.selectors import provider_credentials
+from domains.models import DomainRegistration, DomainStatus, SenderDomain
+from domains.selectors import domain_get
+from notifyhub.api.errors import ApiError
+from providers.base import Credentials, ProviderError
+from providers.registry import get_provider
+
+logger = logging.getLogger(__name__)
+
+NO_PROVIDER_MESSAGE = "Add at least one provider API key before adding a sending domain."
+
+
+def _require_paid(account: Account) -> None:
+    if not account.limits.is_paid:
+        raise ApiError(403, "Custom sender domains require a paid plan")
+
+
+def _require_domain(account: Account) -> SenderDomain:
+    domain = domain_get(account=account)
+    if domain is None:
+        raise ApiError(404, "No sender domain. Request one first.")
+    return domain
+
+
+def _participants(account: Account) -> tuple[dict[str, Credentials], list[dict[str, str]]]:
+    """Providers that can manage domains with the account's credentials, and warnings for the rest."""
+    usable, warnings = {}, []
+    for name, credentials in provider_credentials(account=account).items():
+        missing = get_provider(name).missing_domain_credentials(credentials)
+        if missing:
+            warnings.append({"provider": name, "reason": f"{missing}; skipped in domain verification"})
+        else:
+            usable[name] = credentials
+    return usable, warnings
+
+
+def _register(name: str, credentials: Credentials, sending_name: str) -> DomainRegistration:
+    state = get_provider(name).domain_create(sending_name, credentials)
+    return DomainRegistration(
+        provider=name,
+        provider_domain_id=state.provider_domain_id,
+        records=[{"provider": name, **record.as_dict()} for record in state.records],
+        verified=state.verified,
+    )
+
+
+def domain_request(*, account: Account, name: str) -> SenderDomain:
+    """Registers the account's domain with every provider that can take part; all or nothing."""
+    _require_paid(account)
+    existing = domain_get(account=account)
+    if existing is not None:
+        raise ApiError(409, f"Your account already has the sender domain {existing.name}. Delete it first.")
+    if not provider_credentials(account=account):
+        raise ApiError(400, NO_PROVIDER_MESSAGE)
+    participants, warnings = _participants(account)
+    if not participants:
+        raise ApiError(400, "No provider can register the domain: " + "; ".join(w["reason"] for w in warnings))
+    domain = SenderDomain(account=account, name=name, warnings=warnings)
+    registrations = _register_all(participants, domain.sending_name)
+    try:
+        with transaction.atomic():
+            domain.save()
+            for registration in registrations:
+                registration.domain = domain
+            DomainRegistration.objects.bulk_create(registrations)
+    except IntegrityError:
+        # A concurrent request won; it uses the same provider registrations.
+        raise ApiError(409, "Your account already has a sender domain. Delete it first.") from None
+    return _refresh_status(domain)
+
+
+def _register_all(participants: dict[str, Credentials], sending_name: str) -> list[DomainRegistration]:
+    registrations: list[DomainRegistration] = []
+    for provider, credentials in participants.items():
+        try:
+            registrations.append(_register(provider, credentials, sending_name))
+        except ProviderError as error:
+            _unregister(registrations, participants)
+            raise ApiError(502, f"Could not register {sending_name} with {error}") from None
+    return registrations
+
+
+def _unregister(registrations: list[DomainRegistration], credentials: dict[str, Credentials]) -> list[dict[str, str]]:
+    """Removes the registrations at their providers; returns a warning for each that could not be removed."""
+    warnings = []
+    for registration in registrations:
+        provider_key = credentials.get(registration.provider)
+        try:
+            if provider_key is None:
+                raise ProviderError(registration.provider, "no key configured to remove it with", transient=False)
+            get_provider(registration.provider).domain_delete(registration.provider_domain_id, provider_key)
+        except ProviderError as error:
+            logger.warning("Could not remove %s: %s", registration, error)
+            warnings.append({"provider": registration.provider, "reason": error.message})
+    return warnings
+
+
+def domain_verify(*, account: Account) -> SenderDomain:
+    """Asks every provider; verified only when all of them confirm (spec section 3)."""
+    domain = _require_domain(account)
+    participants, domain.warnings = _participants(account)
+    registered = {registration.provider: registration for registration in domain.registrations.all()}
+    for provider, credentials in participants.items():
+        registration = registered.get(provider) or _register_late(domain, provider, credentials)
+        if registration is not None:
+            _verify_one(registration, credentials)
+    for provider, registration in registered.items():
+        if provider not in participants:
+            registration.delete()  # the key is gone: the provider no longer takes part
+    domain.save(update_fields=["warnings"])
+    return _refresh_status(domain)
+
+
+def _register_late(domain: SenderDomain, provider: str, credentials: Credentials) -> DomainRegistration | None:
+    """A provider configured after the request is registered now, so it can confirm too."""
+    try:
+        registration = _register(provider, credentials, domain.sending_name)
+    except ProviderError as error:
+        domain.warnings = [*domain.warnings, {"provider": provider, "reason": f"could not register: {error.message}"}]
+        return None
+    registration.domain = domain
+    registration.save()
+    return registration
+
+
+def _verify_one(registration: DomainRegistration, credentials: Credentials) -> None:
+    try:
+        result = get_provider(registration.provider).domain_verify(registration.provider_domain_id, credentials)
+    except ProviderError as error:
+        registration.verified, registration.last_error = False, error.message
+    else:
+        registration.verified = result.verified
+        registration.last_error = "" if result.verified else "; ".join(result.reasons) or "not verified yet"
+    registration.save(update_fields=["verified", "last_error"])
+
+
+def _refresh_status(domain: SenderDomain) -> SenderDomain:
+    registrations = DomainRegistration.objects.filter(domain=domain)
+    verified = registrations.exists() and not registrations.filter(verified=False).exists()
+    domain.status = DomainStatus.VERIFIED if verified else DomainStatus.PENDING
+    domain.verified_at = (domain.verified_at or timezone.now()) if verified else None
+    domain.save(update_fields=["status", "verified_at"])
+    fresh = domain_get(account=domain.account)
+    assert fresh is not None
+    return fresh
+
+
+def domain_delete(*, account: Account) -> list[dict[str, str]]:
+    """Removes the domain at every provider, then here; returns warnings for providers that refused."""
+    domain = _require_domain(account)
+    warnings = _unregister(list(domain.registrations.all()), provider_credentials(account=account))
+    domain.delete()
+    return warnings

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from domains.models import SenderDomain
+from domains.selectors import domain_get
+from domains.services import domain_delete, domain_request, domain_verify
+from notifications.serializers import IsoDateTimeField
+from notifyhub.api.auth import request_account
+from notifyhub.api.errors import ApiError
+from notifyhub.api.fields import DomainNameField
+from notifyhub.api.views import AccountHolderView
+
+
+class WarningSerializer(serializers.Serializer):
+    provider = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class DnsRecordSerializer(serializers.Serializer):
+    provider = serializers.CharField()
+    type = serializers.CharField()
+    host = serializers.CharField()
+    value = serializers.CharField()
+    priority = serializers.IntegerField(required=False)
+
+
+class ProviderStatusSerializer(serializers.Serializer):
+    provider = serializers.CharField()
+    verified = serializers.BooleanField()
+    error = serializers.CharField(source="last_error", allow_null=True)
+
+
+class DomainSerializer(serializers.Serializer):
+    domain = serializers.CharField(source="name")
+    sendingDomain = serializers.CharField(source="sending_name")
+    status = serializers.CharField()
+    records = serializers.SerializerMethodField()
+    providers = ProviderStatusSerializer(source="registrations.all", many=True)
+    warnings = WarningSerializer(many=True)
+    createdAt = IsoDateTimeField(source="created_at")
+    verifiedAt = IsoDateTimeField(source="verified_at", allow_null=True)
+
+    @staticmethod
+    def get_records(domain: SenderDomain) -> list[dict[str, Any]]:
+        return [record for registration in domain.registrations.all() for record in registration.records]
+
+
+def domain_data(domain: SenderDomain) -> dict[str, Any]:
+    data = DomainSerializer(domain).data
+    for provider in data["providers"]:
+        provider["error"] = provider["error"] or None
+    return data
+
+
+class DomainRequestView(AccountHolderView):
+    class InputSerializer(serializers.Serializer):
+        domain = DomainNameField()
+
+    @extend_schema(
+        summary="Register your sending domain with every configured provider",
+        request=InputSerializer,
+        responses={201: DomainSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        domain = domain_request(account=request_account(request), name=serializer.validated_data["domain"])
+        return Response(domain_data(domain), status=201)
+
+
+class DomainView(AccountHolderView):
+    @extend_schema(summary="Your sending domain, its DNS records and status", responses={200: DomainSerializer})
+    def get(self, request: Request) -> Response:
+        domain = domain_get(account=request_account(request))
+        if domain is None:
+            raise ApiError(404, "No sender domain. Request one first.")
+        return Response(domain_data(domain))
+
+    @extend_schema(
+        summary="Remove your sending domain here and at every provider",
+        responses={
+            200: inline_serializer(
+                "DomainDeleted", {"deleted": serializers.BooleanField(), "warnings": WarningSerializer(many=True)}
+            )
+        },
+    )
+    def delete(self, request: Request) -> Response:
+        warnings = domain_delete(account=request_account(request))
+        return Response({"deleted": True, "warnings": warnings})
+
+
+class DomainVerifyView(AccountHolderView):
+    @extend_schema(
+        summary="Ask every provider to verify the DNS records", request=None, responses={200: DomainSerializer}
+    )
+    def post(self, request: Request) -> Response:
+        domain = domain_verify(account=request_account(request))
+        return Response(domain_data(domain))

@@ -1,0 +1,207 @@
+"""The email provider interface (STYLE.md 1): send through django-anymail, sender domains over HTTP.
+
+A provider module declares its anymail backend, how it authenticates, and how it turns its
+domain API's answers into :class:`DomainState`. Every failure leaves as one
+:class:`ProviderError` that names the provider and says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import requests
+from anymail.exceptions import AnymailError, AnymailRecipientsRefused, AnymailRequestsAPIError
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.utils.html import strip_tags
+
+from notifyhub.http_errors import describe_network_error
+from providers.http import provider_session
+
+PROVIDER_TIMEOUT_SECONDS = 30
+# How the providers answer a create for a domain they already hold.
+ALREADY_EXISTS_STATUSES = {400, 403, 409, 422}
+
+
+class ProviderError(Exception):
+    """A provider refused or could not be reached. ``transient``: trying again later may work."""
+
+    def __init__(self, provider: str, message: str, *, transient: bool, status: int | None = None) -> None:
+        super().__init__(f"{provider}: {message}")
+        self.provider = provider
+        self.message = message
+        self.transient = transient
+        self.status = status
+
+
+def is_transient_status(status: int | None) -> bool:
+    """PROVIDERS.md: no response, 429 and 5xx may pass; other 4xx will not."""
+    return status is None or status == 429 or status >= 500
+
+
+@dataclass(frozen=True)
+class Credentials:
+    api_key: str
+    # Postmark only: its account token, needed for domain operations (spec section 2).
+    account_token: str | None = None
+
+
+@dataclass(frozen=True)
+class OutgoingEmail:
+    job_id: str
+    sender: str
+    to: str
+    subject: str
+    html: str
+
+
+@dataclass(frozen=True)
+class SendResult:
+    provider: str
+    message_id: str | None
+
+
+@dataclass(frozen=True)
+class DnsRecord:
+    type: str  # CNAME, TXT or MX
+    host: str
+    value: str
+    priority: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": self.type, "host": self.host, "value": self.value}
+        return record if self.priority is None else {**record, "priority": self.priority}
+
+
+@dataclass(frozen=True)
+class DomainState:
+    provider_domain_id: str
+    records: list[DnsRecord]
+    verified: bool
+
+
+@dataclass(frozen=True)
+class Verification:
+    verified: bool
+    # Why the provider does not consider the domain verified yet, when it says.
+    reasons: list[str] = field(default_factory=list)
+
+
+class EmailProvider:
+    name: ClassVar[str]
+    anymail_backend: ClassVar[str]
+    # The keyword anymail takes the sending credential under.
+    credential_kwarg: ClassVar[str] = "api_key"
+    api_url_setting: ClassVar[str]
+
+    @property
+    def api_url(self) -> str:
+        url: str = getattr(settings, self.api_url_setting)
+        return url if url.endswith("/") else url + "/"
+
+    # --- sending ----------------------------------------------------------------------
+    def send(self, email: OutgoingEmail, credentials: Credentials) -> SendResult:
+        options: dict[str, Any] = {
+            "api_url": self.api_url,
+            "timeout": PROVIDER_TIMEOUT_SECONDS,
+            self.credential_kwarg: credentials.api_key,
+        }
+        connection = get_connection(self.anymail_backend, **options)
+        message = EmailMultiAlternatives(
+            email.subject, strip_tags(email.html), email.sender, [email.to], connection=connection
+        )
+        message.attach_alternative(email.html, "text/html")
+        # The job id travels with the message so the provider's events can be matched to it.
+        message.metadata = {"job_id": email.job_id}  # type: ignore[attr-defined]
+        try:
+            message.send()
+        except AnymailError as error:
+            raise self._send_error(error) from None
+        return SendResult(provider=self.name, message_id=message.anymail_status.message_id)  # type: ignore[attr-defined]
+
+    def _send_error(self, error: AnymailError) -> ProviderError:
+        if isinstance(error, AnymailRequestsAPIError) and isinstance(error, requests.RequestException):
+            if error.status_code is None:
+                return self.network_error(error)
+            return self.http_error(error.status_code, error.response)
+        if isinstance(error, AnymailRecipientsRefused):
+            return ProviderError(self.name, "the recipient was refused", transient=False)
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return ProviderError(self.name, first_line, transient=False)
+
+    # --- errors -----------------------------------------------------------------------
+    def http_error(self, status: int, response: requests.Response | None) -> ProviderError:
+        try:
+            body = response.json() if response is not None else None
+        except ValueError:
+            body = None
+        detail = self.error_detail(body) if body is not None else None
+        reason = detail or (response.reason if response is not None else "") or "error"
+        return ProviderError(self.name, f"{status} {reason}", transient=is_transient_status(status), status=status)
+
+    def network_error(self, error: requests.RequestException) -> ProviderError:
+        message = describe_network_error(error, timeout_seconds=PROVIDER_TIMEOUT_SECONDS)
+        return ProviderError(self.name, message, transient=True)
+
+    def error_detail(self, body: Any) -> str | None:
+        """The human message inside the provider's error body."""
+        raise NotImplementedError
+
+    # --- domain API -------------------------------------------------------------------
+    def auth_headers(self, credentials: Credentials) -> dict[str, str]:
+        return {"Authorization": f"Bearer {credentials.api_key}"}
+
+    def missing_domain_credentials(self, credentials: Credentials) -> str | None:
+        """Why this provider cannot manage domains with these credentials, or None when it can."""
+        return None
+
+    def call(self, method: str, path: str, credentials: Credentials, *, json: Any = None) -> Any:
+        """One request to the provider's API; returns the parsed body, raises ProviderError."""
+        try:
+            response = provider_session().request(
+                method,
+                self.api_url + path,
+                json=json,
+                headers={"Accept": "application/json", **self.auth_headers(credentials)},
+                timeout=PROVIDER_TIMEOUT_SECONDS,
+            )
+        except requests.RequestException as error:
+            raise self.network_error(error) from None
+        if not 200 <= response.status_code < 300:
+            raise self.http_error(response.status_code, response)
+        return response.json() if response.content else None
+
+    def domain_create(self, name: str, credentials: Credentials) -> DomainState:
+        """Registers ``name``; a domain the provider already has is fetched instead."""
+        try:
+            body = self.call("POST", self.domains_path, credentials, json=self.create_body(name))
+        except ProviderError as error:
+            if error.status not in ALREADY_EXISTS_STATUSES:
+                raise
+            body = self.find_domain(name, credentials)
+            if body is None:
+                raise
+        return self.domain_state(body, name)
+
+    def domain_delete(self, domain_id: str, credentials: Credentials) -> None:
+        try:
+            self.call("DELETE", f"{self.domains_path}/{domain_id}", credentials)
+        except ProviderError as error:
+            if error.status != 404:  # already gone is what we wanted
+                raise
+
+    # Each provider fills these in.
+    domains_path: ClassVar[str]
+
+    def create_body(self, name: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def find_domain(self, name: str, credentials: Credentials) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def domain_state(self, body: dict[str, Any], name: str) -> DomainState:
+        raise NotImplementedError
+
+    def domain_verify(self, domain_id: str, credentials: Credentials) -> Verification:
+        raise NotImplementedError

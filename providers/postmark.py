@@ -1,0 +1,68 @@
+"""Postmark: email through anymail with a server token; domains with the account token.
+
+https://postmarkapp.com/developer/api/domains-api
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification
+
+MISSING_ACCOUNT_TOKEN = "No account token configured; Postmark needs it for domain operations"
+
+
+class Postmark(EmailProvider):
+    name = "POSTMARK"
+    anymail_backend = "anymail.backends.postmark.EmailBackend"
+    credential_kwarg = "server_token"
+    api_url_setting = "POSTMARK_API_URL"
+    domains_path = "domains"
+
+    def error_detail(self, body: Any) -> str | None:
+        return str(body["Message"]) if isinstance(body, dict) and body.get("Message") else None
+
+    def auth_headers(self, credentials: Credentials) -> dict[str, str]:
+        # Postmark refuses the server token on account-level endpoints such as /domains.
+        return {"X-Postmark-Account-Token": credentials.account_token or ""}
+
+    def missing_domain_credentials(self, credentials: Credentials) -> str | None:
+        return None if credentials.account_token else MISSING_ACCOUNT_TOKEN
+
+    def create_body(self, name: str) -> dict[str, Any]:
+        return {"Name": name, "ReturnPathDomain": f"pm-bounces.{name}"}
+
+    def find_domain(self, name: str, credentials: Credentials) -> dict[str, Any] | None:
+        listed = (self.call("GET", f"{self.domains_path}?count=500&offset=0", credentials) or {}).get("Domains") or []
+        match = next((domain for domain in listed if domain.get("Name") == name), None)
+        if match is None:
+            return None
+        body: dict[str, Any] = self.call("GET", f"{self.domains_path}/{match['ID']}", credentials)
+        return body
+
+    def domain_state(self, body: dict[str, Any], name: str) -> DomainState:
+        records = []
+        # A new key waits under the "pending" fields until Postmark has seen it in DNS.
+        dkim_host = body.get("DKIMPendingHost") or body.get("DKIMHost")
+        dkim_value = body.get("DKIMPendingTextValue") or body.get("DKIMTextValue")
+        if dkim_host and dkim_value:
+            records.append(DnsRecord(type="TXT", host=dkim_host, value=dkim_value))
+        if body.get("ReturnPathDomain") and body.get("ReturnPathDomainCNAMEValue"):
+            records.append(
+                DnsRecord(type="CNAME", host=body["ReturnPathDomain"], value=body["ReturnPathDomainCNAMEValue"])
+            )
+        return DomainState(provider_domain_id=str(body["ID"]), records=records, verified=_verified(body))
+
+    def domain_verify(self, domain_id: str, credentials: Credentials) -> Verification:
+        dkim = self.call("PUT", f"{self.domains_path}/{domain_id}/verifyDkim", credentials)
+        return_path = self.call("PUT", f"{self.domains_path}/{domain_id}/verifyReturnPath", credentials)
+        reasons = []
+        if not dkim.get("DKIMVerified"):
+            reasons.append("DKIM record not verified")
+        if not return_path.get("ReturnPathDomainVerified"):
+            reasons.append("Return-Path CNAME not verified")
+        return Verification(verified=not reasons, reasons=reasons)
+
+
+def _verified(body: dict[str, Any]) -> bool:
+    return bool(body.get("DKIMVerified") and body.get("ReturnPathDomainVerified"))

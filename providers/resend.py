@@ -1,0 +1,66 @@
+"""Resend: emails through anymail; domains under ``/domains``. https://resend.com/docs/api-reference/domains"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification
+
+# Resend lists inbound-mail records too; NotifyHub only sends.
+SENDING_RECORDS = {"SPF", "DKIM", "DMARC"}
+
+
+class Resend(EmailProvider):
+    name = "RESEND"
+    anymail_backend = "anymail.backends.resend.EmailBackend"
+    api_url_setting = "RESEND_API_URL"
+    domains_path = "domains"
+
+    def error_detail(self, body: Any) -> str | None:
+        return str(body["message"]) if isinstance(body, dict) and body.get("message") else None
+
+    def create_body(self, name: str) -> dict[str, Any]:
+        return {"name": name}
+
+    def find_domain(self, name: str, credentials: Credentials) -> dict[str, Any] | None:
+        listed = (self.call("GET", self.domains_path, credentials) or {}).get("data") or []
+        match = next((domain for domain in listed if domain.get("name") == name), None)
+        return self._read(str(match["id"]), credentials) if match else None
+
+    def _read(self, domain_id: str, credentials: Credentials) -> dict[str, Any]:
+        body: dict[str, Any] = self.call("GET", f"{self.domains_path}/{domain_id}", credentials)
+        return body
+
+    def domain_state(self, body: dict[str, Any], name: str) -> DomainState:
+        records = [
+            DnsRecord(
+                type=str(record["type"]).upper(),
+                host=_full_host(str(record["name"]), name),
+                value=str(record["value"]),
+                priority=record.get("priority"),
+            )
+            for record in body.get("records") or []
+            if record.get("record") in SENDING_RECORDS
+        ]
+        return DomainState(
+            provider_domain_id=str(body["id"]), records=records, verified=body.get("status") == "verified"
+        )
+
+    def domain_verify(self, domain_id: str, credentials: Credentials) -> Verification:
+        self.call("POST", f"{self.domains_path}/{domain_id}/verify", credentials)
+        body = self._read(domain_id, credentials)
+        if body.get("status") == "verified":
+            return Verification(verified=True)
+        pending = [
+            f"{record.get('record')} {record.get('type')} record {record.get('status')}"
+            for record in body.get("records") or []
+            if record.get("record") in SENDING_RECORDS and record.get("status") != "verified"
+        ]
+        return Verification(verified=False, reasons=pending or [f"domain status is {body.get('status')}"])
+
+
+def _full_host(record_name: str, domain: str) -> str:
+    """Resend names records relative to the domain (``send``); DNS needs the full name."""
+    if record_name in ("", "@") or record_name == domain:
+        return domain
+    return record_name if record_name.endswith("." + domain) else f"{record_name}.{domain}"

@@ -1,0 +1,43 @@
+"""SendGrid: v3 mail send through anymail; domain authentication under ``/v3/whitelabel/domains``.
+
+https://www.twilio.com/docs/sendgrid/api-reference/domain-authentication
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification
+
+
+class SendGrid(EmailProvider):
+    name = "SENDGRID"
+    anymail_backend = "anymail.backends.sendgrid.EmailBackend"
+    api_url_setting = "SENDGRID_API_URL"
+    domains_path = "whitelabel/domains"
+
+    def error_detail(self, body: Any) -> str | None:
+        errors = body.get("errors") if isinstance(body, dict) else None
+        messages = [str(error.get("message")) for error in errors or [] if isinstance(error, dict)]
+        return "; ".join(messages) or None
+
+    def create_body(self, name: str) -> dict[str, Any]:
+        return {"domain": name, "automatic_security": True}
+
+    def find_domain(self, name: str, credentials: Credentials) -> dict[str, Any] | None:
+        found = self.call("GET", f"{self.domains_path}?domain={quote(name)}", credentials) or []
+        return next((domain for domain in found if domain.get("domain") == name), None)
+
+    def domain_state(self, body: dict[str, Any], name: str) -> DomainState:
+        records = [
+            DnsRecord(type=str(entry["type"]).upper(), host=entry["host"], value=entry["data"])
+            for entry in (body.get("dns") or {}).values()
+        ]
+        return DomainState(provider_domain_id=str(body["id"]), records=records, verified=bool(body.get("valid")))
+
+    def domain_verify(self, domain_id: str, credentials: Credentials) -> Verification:
+        result = self.call("POST", f"{self.domains_path}/{domain_id}/validate", credentials)
+        checks = (result.get("validation_results") or {}).items()
+        reasons = [f"{record}: {check.get('reason')}" for record, check in checks if not check.get("valid")]
+        return Verification(verified=bool(result.get("valid")), reasons=reasons)
