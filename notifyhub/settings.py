@@ -199,6 +199,7 @@ PLATFORM_PROVIDER_KEYS = env_provider_keys(PLATFORM_PROVIDERS, known=["SENDGRID"
 SENDGRID_API_URL = env_str("SENDGRID_API_URL", "https://api.sendgrid.com/v3/")
 RESEND_API_URL = env_str("RESEND_API_URL", "https://api.resend.com/")
 POSTMARK_API_URL = env_str("POSTMARK_API_URL", "https://api.postmarkapp.com/")
+PROVIDER_TIMEOUT_SECONDS = env_int("PROVIDER_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_RETRY_DELAYS = env_int_list("WEBHOOK_RETRY_DELAYS", "120,240")
 EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)

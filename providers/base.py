@@ -19,7 +19,6 @@ from django.utils.html import strip_tags
 from notifyhub.http_errors import describe_network_error
 from providers.http import provider_session
 
-PROVIDER_TIMEOUT_SECONDS = 30
 # How the providers answer a create for a domain they already hold.
 ALREADY_EXISTS_STATUSES = {400, 403, 409, 422}
 
@@ -104,7 +103,7 @@ class EmailProvider:
     def send(self, email: OutgoingEmail, credentials: Credentials) -> SendResult:
         options: dict[str, Any] = {
             "api_url": self.api_url,
-            "timeout": PROVIDER_TIMEOUT_SECONDS,
+            "timeout": settings.PROVIDER_TIMEOUT_SECONDS,
             self.credential_kwarg: credentials.api_key,
         }
         connection = get_connection(self.anymail_backend, **options)
@@ -141,7 +140,7 @@ class EmailProvider:
         return ProviderError(self.name, f"{status} {reason}", transient=is_transient_status(status), status=status)
 
     def network_error(self, error: requests.RequestException) -> ProviderError:
-        message = describe_network_error(error, timeout_seconds=PROVIDER_TIMEOUT_SECONDS)
+        message = describe_network_error(error, timeout_seconds=settings.PROVIDER_TIMEOUT_SECONDS)
         return ProviderError(self.name, message, transient=True)
 
     def error_detail(self, body: Any) -> str | None:
@@ -164,7 +163,7 @@ class EmailProvider:
                 self.api_url + path,
                 json=json,
                 headers={"Accept": "application/json", **self.auth_headers(credentials)},
-                timeout=PROVIDER_TIMEOUT_SECONDS,
+                timeout=settings.PROVIDER_TIMEOUT_SECONDS,
             )
         except requests.RequestException as error:
             raise self.network_error(error) from None

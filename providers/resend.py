@@ -35,7 +35,7 @@ class Resend(EmailProvider):
         records = [
             DnsRecord(
                 type=str(record["type"]).upper(),
-                host=_full_host(str(record["name"]), name),
+                host=record_host(str(record["name"]), name),
                 value=str(record["value"]),
                 priority=record.get("priority"),
             )
@@ -59,8 +59,20 @@ class Resend(EmailProvider):
         return Verification(verified=False, reasons=pending or [f"domain status is {body.get('status')}"])
 
 
-def _full_host(record_name: str, domain: str) -> str:
-    """Resend names records relative to the domain (``send``); DNS needs the full name."""
-    if record_name in ("", "@") or record_name == domain:
+def record_host(record_name: str, domain: str) -> str:
+    """The record's full DNS name.
+
+    Resend names records relative to the zone apex: for ``em.example.com`` it answers
+    ``send.em`` and ``resend._domainkey.em``. The part of ``domain`` left of the apex is
+    the record name's tail, whatever the apex's length (``example.co.uk`` too).
+    """
+    if record_name in ("", "@"):
         return domain
-    return record_name if record_name.endswith("." + domain) else f"{record_name}.{domain}"
+    if record_name == domain or record_name.endswith("." + domain):
+        return record_name
+    labels = domain.split(".")
+    for split in range(len(labels) - 1, 0, -1):
+        below_apex, apex = ".".join(labels[:split]), ".".join(labels[split:])
+        if record_name == below_apex or record_name.endswith("." + below_apex):
+            return f"{record_name}.{apex}"
+    return f"{record_name}.{domain}"

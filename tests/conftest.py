@@ -25,6 +25,8 @@ from notifyhub.api.throttle import reset_rate_limits
 from notifyhub.celery import app as celery_app
 from tests.fakes.receiver import Receiver
 
+pytest_plugins = ["tests.providers_fixtures"]
+
 REQUIRE_SERVICES = os.environ.get("NOTIFYHUB_REQUIRE_SERVICES", "").lower() == "true"
 
 
