@@ -80,6 +80,7 @@ def signing_secret_delete(*, account: Account) -> bool:
     return deleted > 0
 
 
+@transaction.atomic
 def provider_key_set(
     *, account: Account, provider: str, api_key: str, priority: int | None = None, account_token: str | None = None
 ) -> ProviderKey:
@@ -87,6 +88,10 @@ def provider_key_set(
     existing = ProviderKey.objects.filter(account=account, provider=provider).first()
     if priority is None:
         priority = existing.priority if existing else _next_priority(account)
+    else:
+        # Taking a place moves the keys at and after it one down, so the order stays strict.
+        others = ProviderKey.objects.filter(account=account, priority__gte=priority).exclude(provider=provider)
+        others.update(priority=F("priority") + 1)
     token = encrypt(account_token) if account_token else (existing.encrypted_account_token if existing else "")
     key, _ = ProviderKey.objects.update_or_create(
         account=account,

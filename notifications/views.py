@@ -9,7 +9,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from notifications.models import JobStatus, JobType, Priority
+from accounts.models import Account
+from notifications.models import Job, JobStatus, JobType, Priority
 from notifications.selectors import job_get, job_list
 from notifications.serializers import JobAcceptedSerializer, JobDetailSerializer, JobPageSerializer
 from notifications.services import email_job_create, job_retry, webhook_job_create
@@ -48,7 +49,22 @@ def provider_field() -> OneOfField:
     return OneOfField(choices=ProviderName.values, required=False)
 
 
-class SendEmailView(ApiKeyView):
+class SendView(ApiKeyView):
+    """Validate the body, create the job, answer 202 with its id."""
+
+    InputSerializer: type[serializers.Serializer]
+
+    def create_job(self, account: Account, data: dict[str, Any]) -> Job:
+        raise NotImplementedError
+
+    def post(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        job = self.create_job(request_account(request), serializer.validated_data)
+        return Response(JobAcceptedSerializer(job).data, status=202)
+
+
+class SendEmailView(SendView):
     class InputSerializer(serializers.Serializer):
         to = EmailAddressField()
         subject = TextField(max_length=SUBJECT_MAX_LENGTH, single_line=True)
@@ -76,11 +92,11 @@ class SendEmailView(ApiKeyView):
 
     @extend_schema(summary="Queue an email", request=InputSerializer, responses={202: JobAcceptedSerializer})
     def post(self, request: Request) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        job = email_job_create(
-            account=request_account(request),
+        return super().post(request)
+
+    def create_job(self, account: Account, data: dict[str, Any]) -> Job:
+        return email_job_create(
+            account=account,
             to=data["to"],
             subject=data["subject"],
             body=data["body"],
@@ -90,10 +106,9 @@ class SendEmailView(ApiKeyView):
             fallback=data.get("fallback"),
             idempotency_key=data.get("idempotencyKey"),
         )
-        return Response(JobAcceptedSerializer(job).data, status=202)
 
 
-class SendWebhookView(ApiKeyView):
+class SendWebhookView(SendView):
     class InputSerializer(serializers.Serializer):
         url = HttpsUrlField()
         payload = JsonObjectField(max_bytes=WEBHOOK_PAYLOAD_MAX_BYTES, size_message="payload must be at most 10kb")
@@ -109,11 +124,11 @@ class SendWebhookView(ApiKeyView):
 
     @extend_schema(summary="Queue a webhook delivery", request=InputSerializer, responses={202: JobAcceptedSerializer})
     def post(self, request: Request) -> Response:
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        job = webhook_job_create(
-            account=request_account(request),
+        return super().post(request)
+
+    def create_job(self, account: Account, data: dict[str, Any]) -> Job:
+        return webhook_job_create(
+            account=account,
             url=data["url"],
             payload=data["payload"],
             method=data.get("method", "POST"),
@@ -121,7 +136,6 @@ class SendWebhookView(ApiKeyView):
             priority=data.get("priority"),
             idempotency_key=data.get("idempotencyKey"),
         )
-        return Response(JobAcceptedSerializer(job).data, status=202)
 
 
 class JobDetailView(ApiKeyView):

@@ -205,8 +205,11 @@ EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 WEBHOOK_CA_BUNDLE = env_optional("WEBHOOK_CA_BUNDLE")
-# How long a worker holds a job for one attempt; past it, another worker may take over.
-JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 2 * WEBHOOK_TIMEOUT_SECONDS + 60, minimum=1)
+# How long a worker holds a job for one attempt; past it, another worker may take over. It must
+# outlast the slowest attempt: connect and read timeouts, for each of three providers in failover.
+JOB_LEASE_SECONDS = env_int(
+    "JOB_LEASE_SECONDS", max(2 * WEBHOOK_TIMEOUT_SECONDS, 3 * 2 * PROVIDER_TIMEOUT_SECONDS) + 60, minimum=1
+)
 # A queued job whose task has not run after this long has its task sent again.
 JOB_REQUEUE_AFTER_SECONDS = env_int("JOB_REQUEUE_AFTER_SECONDS", 300, minimum=1)
 # How late a scheduled retry may be before the sweeper re-sends it.

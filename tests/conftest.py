@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -92,6 +93,22 @@ def make_client(db: None) -> Callable[..., Client]:
         return Client(account=account, api_key=api_key, http=APIClient())
 
     return make
+
+
+def send_concurrently(client: Client, body: dict[str, Any], *, count: int, workers: int) -> list[int]:
+    """``count`` webhook sends from ``workers`` threads at once; each thread has its own connection."""
+
+    def send(_: int) -> int:
+        try:
+            response = APIClient().post(  # one client per thread: test clients keep state
+                "/api/v1/notifications/webhook", body, format="json", HTTP_X_API_KEY=client.api_key
+            )
+            return int(response.status_code)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(send, range(count)))
 
 
 def ready_to_send(client: Client, *providers: str, domain: str = "example.com") -> Client:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import pytest
 
-from tests.fakes.providers import FakePostmark, FakeResend, FakeSendGrid
+from tests.fakes.providers import FakePostmark, FakeProvider, FakeResend, FakeSendGrid
+
+FakeT = TypeVar("FakeT", bound=FakeProvider)
 
 SENDGRID_KEY = "sendgrid-key"
 RESEND_KEY = "resend-key"
@@ -15,26 +18,29 @@ POSTMARK_KEY = "postmark-key"
 POSTMARK_ACCOUNT_TOKEN = "postmark-account-token"
 
 
+@contextmanager
+def serving(fake: FakeT, settings: Any, *, key: str) -> Iterator[FakeT]:
+    """Starts the fake, has it accept ``key``, and points its ``*_API_URL`` setting at it."""
+    with fake:
+        fake.accept_key(key)
+        setattr(settings, f"{fake.name}_API_URL", fake.url)
+        yield fake
+
+
 @pytest.fixture
 def sendgrid(settings: Any) -> Iterator[FakeSendGrid]:
-    with FakeSendGrid() as fake:
-        fake.accept_key(SENDGRID_KEY)
-        settings.SENDGRID_API_URL = fake.url
+    with serving(FakeSendGrid(), settings, key=SENDGRID_KEY) as fake:
         yield fake
 
 
 @pytest.fixture
 def resend(settings: Any) -> Iterator[FakeResend]:
-    with FakeResend() as fake:
-        fake.accept_key(RESEND_KEY)
-        settings.RESEND_API_URL = fake.url
+    with serving(FakeResend(), settings, key=RESEND_KEY) as fake:
         yield fake
 
 
 @pytest.fixture
 def postmark(settings: Any) -> Iterator[FakePostmark]:
-    with FakePostmark() as fake:
-        fake.accept_key(POSTMARK_KEY)
+    with serving(FakePostmark(), settings, key=POSTMARK_KEY) as fake:
         fake.accept_account_token(POSTMARK_ACCOUNT_TOKEN)
-        settings.POSTMARK_API_URL = fake.url
         yield fake

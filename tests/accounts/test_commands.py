@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from accounts.keys import API_KEY_PATTERN
 from accounts.models import Account
-from accounts.selectors import signing_secret_get
+from accounts.selectors import provider_credentials, signing_secret_get
 
 
 def run(*args: str) -> list[str]:
@@ -92,3 +92,26 @@ def test_signingsecret_generate_rotate_delete() -> None:
     assert signing_secret_get(account_id=account.pk) is None
     with pytest.raises(CommandError, match="has no signing secret"):
         run("signingsecret", "dev@example.com", "rotate")
+
+
+@pytest.mark.django_db
+def test_providerkey_adds_orders_replaces_and_removes_keys() -> None:
+    run("createaccount", "dev@example.com", "--plan", "startup")
+    account = Account.objects.get(user__email="dev@example.com")
+
+    run("providerkey", "dev@example.com", "add", "resend", "re_1")
+    run("providerkey", "dev@example.com", "add", "POSTMARK", "pm_server", "--account-token", "pm_account")
+    run("providerkey", "dev@example.com", "add", "SENDGRID", "SG.1", "--priority", "1")
+    run("providerkey", "dev@example.com", "add", "RESEND", "re_2")
+
+    credentials = provider_credentials(account=account)
+    assert list(credentials) == ["SENDGRID", "RESEND", "POSTMARK"]
+    assert credentials["RESEND"].api_key == "re_2"
+    assert credentials["POSTMARK"].account_token == "pm_account"
+    assert all("re_2" not in key.encrypted_api_key for key in account.provider_keys.all())
+    run("providerkey", "dev@example.com", "remove", "SENDGRID")
+    assert list(provider_credentials(account=account)) == ["RESEND", "POSTMARK"]
+    with pytest.raises(CommandError, match="has no SENDGRID key"):
+        run("providerkey", "dev@example.com", "remove", "SENDGRID")
+    with pytest.raises(CommandError, match="needs the provider API key"):
+        run("providerkey", "dev@example.com", "add", "SENDGRID")

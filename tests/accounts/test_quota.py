@@ -1,13 +1,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 
 import pytest
-from django.db import connection
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from accounts.billing import billing_period, us_date
 from accounts.models import Account, UsagePeriod
@@ -15,7 +12,7 @@ from accounts.plans import Plan
 from accounts.services import account_set_plan
 from notifications.models import Job
 from tests.api.test_envelope import assert_error
-from tests.conftest import WEBHOOK, Client, ready_to_send
+from tests.conftest import WEBHOOK, Client, ready_to_send, send_concurrently
 
 
 def _fill(client: Client, used: int) -> None:
@@ -116,18 +113,7 @@ def test_fifty_concurrent_requests_against_three_units_accept_exactly_three(
     client = make_client(Plan.STARTUP)
     _fill(client, 15_000 - 3)
 
-    def send(_: int) -> int:
-        try:
-            return (
-                APIClient()
-                .post("/api/v1/notifications/webhook", WEBHOOK, format="json", HTTP_X_API_KEY=client.api_key)
-                .status_code
-            )
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=25) as pool:
-        statuses = list(pool.map(send, range(50)))
+    statuses = send_concurrently(client, WEBHOOK, count=50, workers=25)
 
     assert statuses.count(202) == 3
     assert statuses.count(403) == 47

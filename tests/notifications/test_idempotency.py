@@ -1,17 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection
-from rest_framework.test import APIClient
 
 from accounts.models import UsagePeriod
 from accounts.plans import Plan
 from notifications.models import Job
 from tests.api.test_envelope import assert_error
-from tests.conftest import WEBHOOK, Client
+from tests.conftest import WEBHOOK, Client, send_concurrently
 
 
 def _used(client: Client) -> int:
@@ -58,18 +55,7 @@ def test_twenty_concurrent_requests_with_one_key_create_one_job(make_client: Cal
     client = make_client(Plan.STARTUP)
     body = {**WEBHOOK, "idempotencyKey": "race"}
 
-    def send(_: int) -> int:
-        try:
-            return (
-                APIClient()
-                .post("/api/v1/notifications/webhook", body, format="json", HTTP_X_API_KEY=client.api_key)
-                .status_code
-            )
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=20) as pool:
-        statuses = sorted(pool.map(send, range(20)))
+    statuses = sorted(send_concurrently(client, body, count=20, workers=20))
 
     assert statuses == [202] + [409] * 19
     assert Job.objects.filter(account=client.account).count() == 1
