@@ -87,18 +87,40 @@ def test_postmark_without_its_account_token_is_skipped_with_a_warning(
     assert postmark.calls == []
 
 
-def test_a_domain_that_already_exists_at_a_provider_is_fetched(paid: Client, resend: FakeResend) -> None:
-    with_keys(paid, "RESEND")
-    created = requests.post(
-        resend.url + "domains", json={"name": "em.example.com"}, headers={"Authorization": f"Bearer {RESEND_KEY}"}
-    )
+PRE_CREATE = {
+    "SENDGRID": (
+        "whitelabel/domains",
+        {"domain": "em.example.com", "automatic_security": True},
+        "Authorization",
+        f"Bearer {SENDGRID_KEY}",
+    ),
+    "RESEND": ("domains", {"name": "em.example.com"}, "Authorization", f"Bearer {RESEND_KEY}"),
+    "POSTMARK": (
+        "domains",
+        {"Name": "em.example.com", "ReturnPathDomain": "pm-bounces.em.example.com"},
+        "X-Postmark-Account-Token",
+        POSTMARK_ACCOUNT_TOKEN,
+    ),
+}
+
+
+@pytest.mark.parametrize("provider", ["SENDGRID", "RESEND", "POSTMARK"])
+def test_a_domain_that_already_exists_at_a_provider_is_fetched(
+    paid: Client, provider: str, request: pytest.FixtureRequest
+) -> None:
+    fake = request.getfixturevalue(provider.lower())
+    with_keys(paid, provider)
+    path, body, header, credential = PRE_CREATE[provider]
+    created = requests.post(fake.url + path, json=body, headers={header: credential})
     assert created.status_code in (200, 201)
 
     response = request_domain(paid)
 
     assert response.status_code == 201
-    assert response.json()["data"]["records"]
-    assert len(resend.domains) == 1
+    data = response.json()["data"]
+    assert data["records"]
+    assert data["providers"] == [{"provider": provider, "verified": False, "error": None}]
+    assert len(fake.domains) == 1
 
 
 def test_verify_stays_pending_until_every_provider_confirms(
