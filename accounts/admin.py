@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from accounts.models import Account, ApiKey, UsagePeriod
+from accounts.models import Account, ApiKey, ProviderKey, UsagePeriod
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -12,12 +12,19 @@ class ApiKeyInline(admin.TabularInline):
     can_delete = False
 
 
+class ProviderKeyInline(admin.TabularInline):
+    model = ProviderKey
+    # Keys stay encrypted and out of sight; operators change them with `manage.py providerkey`.
+    fields = readonly_fields = ("provider", "priority", "created_at")
+    extra = 0
+
+
 @admin.register(Account)
 class AccountAdmin(admin.ModelAdmin):
     list_display = ["user", "plan", "plan_started_on", "is_active", "deleted_at", "created_at"]
     list_filter = ["plan", "is_active"]
     search_fields = ["user__email"]
-    inlines = [ApiKeyInline]
+    inlines = [ApiKeyInline, ProviderKeyInline]
 
 
 @admin.register(UsagePeriod)
