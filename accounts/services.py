@@ -4,7 +4,7 @@ import secrets
 from datetime import date
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -40,13 +40,19 @@ def account_set_plan(*, account: Account, plan: str) -> Account:
     return account
 
 
+TAKE_UNIT_SQL = f"""
+    UPDATE {UsagePeriod._meta.db_table} SET used = used + 1
+    WHERE account_id = %s AND period_start = %s AND used < %s
+"""
+
+
 def _take_unit(*, account: Account, period_start: date, limit: int) -> bool:
     # The check and the increment are one conditional UPDATE: the row lock it takes
-    # serialises concurrent sends of one account until their transaction ends.
-    taken = UsagePeriod.objects.filter(account=account, period_start=period_start, used__lt=limit).update(
-        used=F("used") + 1
-    )
-    return taken == 1
+    # serialises concurrent sends of one account until their transaction ends. Written
+    # out because every counted send runs it: the ORM's compile cost more than the query.
+    with connection.cursor() as cursor:
+        cursor.execute(TAKE_UNIT_SQL, [account.pk, period_start, limit])
+        return cursor.rowcount == 1
 
 
 def usage_consume(*, account: Account) -> None:

@@ -6,7 +6,8 @@ from datetime import datetime
 
 from rest_framework import serializers
 
-from notifyhub.api.envelope import iso_utc_or_none
+from notifications.models import Job
+from notifyhub.api.envelope import iso_utc, iso_utc_or_none
 
 
 class IsoDateTimeField(serializers.DateTimeField):
@@ -15,10 +16,16 @@ class IsoDateTimeField(serializers.DateTimeField):
 
 
 class JobAcceptedSerializer(serializers.Serializer):
+    """The 202 body's shape, for the schema; :func:`job_accepted` builds it (the hot path skips DRF)."""
+
     jobId = serializers.CharField(source="id")
     status = serializers.CharField()
     type = serializers.CharField()
     createdAt = IsoDateTimeField(source="created_at")
+
+
+def job_accepted(job: Job) -> dict[str, str]:
+    return {"jobId": str(job.id), "status": job.status, "type": job.type, "createdAt": iso_utc(job.created_at)}
 
 
 class DeliveryLogSerializer(serializers.Serializer):

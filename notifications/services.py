@@ -114,18 +114,14 @@ def _job_create(
     provider: str | None = None,
     fallback: str | None = None,
 ) -> Job:
-    """Spends quota, stores the job and queues it once committed; a 409 or 403 leaves no trace.
+    """Stores the job, spends quota and queues it once committed; a 409 or 403 leaves no trace.
 
-    A duplicate key is answered before the quota check (DESIGN.md's order); when two
-    requests race past that check, the unique constraint decides and the loser's quota
-    increment rolls back with its transaction.
+    The insert comes first so the unique constraint, not a read-then-write, answers a
+    duplicate key, and before the quota (DESIGN.md's order). A quota refusal raises inside
+    the transaction, which takes the inserted job back out.
     """
-    if idempotency_key is not None and account.jobs.filter(idempotency_key=idempotency_key).exists():
-        raise ApiError(409, DUPLICATE_MESSAGE)
     try:
         with transaction.atomic():
-            if _counts_against_quota(account=account, job_type=type):
-                usage_consume(account=account)
             job = Job.objects.create(
                 account=account,
                 type=type,
@@ -136,6 +132,8 @@ def _job_create(
                 fallback=fallback,
                 requeue_at=_requeue_time(),
             )
+            if _counts_against_quota(account=account, job_type=type):
+                usage_consume(account=account)
             transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     except IntegrityError:
         if idempotency_key is None:

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from accounts.models import Account
 from notifications.models import Job, JobStatus, JobType, Priority
 from notifications.selectors import job_get, job_list
-from notifications.serializers import JobAcceptedSerializer, JobDetailSerializer, JobPageSerializer
+from notifications.serializers import JobAcceptedSerializer, JobDetailSerializer, JobPageSerializer, job_accepted
 from notifications.services import email_job_create, job_retry, webhook_job_create
 from notifyhub.api.auth import request_account
 from notifyhub.api.errors import ApiError
@@ -61,7 +61,7 @@ class SendView(ApiKeyView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         job = self.create_job(request_account(request), serializer.validated_data)
-        return Response(JobAcceptedSerializer(job).data, status=202)
+        return Response(job_accepted(job), status=202)
 
 
 class SendEmailView(SendView):

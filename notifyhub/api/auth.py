@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.contrib.auth import get_user_model
+from django.utils.functional import SimpleLazyObject
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
@@ -34,7 +36,9 @@ class ApiKeyAuthentication(BaseAuthentication):
             raise ApiError(401, "Invalid API key")
         if not api_key.account.is_usable:
             raise ApiError(403, "Account is inactive")
-        return api_key.account.user, api_key
+        # Key-only endpoints never read the user: load it only if something does.
+        user = SimpleLazyObject(lambda: get_user_model().objects.get(pk=api_key.account.user_id))
+        return user, api_key
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
