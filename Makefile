@@ -41,6 +41,8 @@ lint: install-dev
 
 bench: install-dev
 	$(BIN)/python bench/accept.py
+	$(BIN)/python bench/delivery.py
+	$(BIN)/python bench/email_vs_webhook.py
 
 clean:
 	rm -rf $(VENV) var

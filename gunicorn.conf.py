@@ -9,6 +9,8 @@ bind = os.environ.get("GUNICORN_BIND", f"127.0.0.1:{os.environ.get('PORT', '8000
 # Embedded mode keeps the rate limiter and cache in-process, so it must be one process.
 _embedded = not os.environ.get("REDIS_URL")
 workers = 1 if _embedded else int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2))
+# Measured with `make bench` on 2 cores (bench/README.md): 2x8, 4x2, 8x2 and 16x1 workers x threads, and sync
+# workers, served the accept path no faster than 2 per core x 4 threads, so these stay the defaults.
 worker_class = "gthread"
 threads = int(os.environ.get("WEB_THREADS", "4"))
 timeout = 30

@@ -1,0 +1,59 @@
+-- wrk script for bench/accept.py: POSTs webhook sends, rotating API keys and unique idempotency keys.
+-- Arguments after "--": <keys file> <tag> <wrk thread count>.
+-- Prints one "BENCH_RESULT k=v ..." line that bench/accept.py parses.
+
+local threads = {}
+local thread_count = 0
+
+function setup(thread)
+  thread:set("thread_id", thread_count)
+  thread_count = thread_count + 1
+  table.insert(threads, thread)
+end
+
+function init(args)
+  keys = {}
+  for line in io.lines(args[1]) do
+    if #line > 0 then
+      keys[#keys + 1] = line
+    end
+  end
+  tag = args[2]
+  stride = tonumber(args[3])
+  sent = 0
+  unexpected = 0
+end
+
+function request()
+  -- Thread t sends keys t, t+stride, t+2*stride, ... so every key gets the same share of the load,
+  -- and each request carries a fresh idempotency key so the duplicate check runs and passes.
+  local key = keys[(thread_id + sent * stride) % #keys + 1]
+  sent = sent + 1
+  local body = string.format(
+    '{"url":"https://hooks.example.com/in","payload":{"event":"bench.ping","n":%d},"idempotencyKey":"%s-%d-%d"}',
+    sent, tag, thread_id, sent
+  )
+  local headers = { ["Content-Type"] = "application/json", ["X-API-Key"] = key }
+  return wrk.format("POST", nil, headers, body)
+end
+
+function response(status, headers, body)
+  -- wrk itself only counts 4xx/5xx; anything but 202 means the request was not accepted.
+  if status ~= 202 then
+    unexpected = unexpected + 1
+  end
+end
+
+function done(summary, latency, requests)
+  local unexpected_total = 0
+  for _, thread in ipairs(threads) do
+    unexpected_total = unexpected_total + thread:get("unexpected")
+  end
+  local errors = summary.errors
+  io.write(string.format(
+    "BENCH_RESULT requests=%d duration_us=%d unexpected=%d connect=%d read=%d write=%d timeout=%d "
+      .. "p50_us=%d p99_us=%d max_us=%d\n",
+    summary.requests, summary.duration, unexpected_total, errors.connect, errors.read, errors.write,
+    errors.timeout, latency:percentile(50), latency:percentile(99), latency.max
+  ))
+end

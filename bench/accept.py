@@ -1,0 +1,509 @@
+"""Accept-path benchmark: POST /api/v1/notifications/webhook against its floor, both under gunicorn.
+
+`make bench` runs this. It recreates its own PostgreSQL database, uses its own Redis DB, seeds
+Startup accounts, then serves the real app and the floor view (bench/floor_views.py) one after
+the other with the same gunicorn.conf.py, loads each with wrk and prints one row per server.
+bench/README.md explains what is measured and how to read the result.
+
+Knobs (environment, or the matching --option): BENCH_SECONDS, BENCH_WARMUP_SECONDS,
+BENCH_CONNECTIONS, BENCH_WRK_THREADS, BENCH_MAX_RPS, BENCH_DATABASE_URL, BENCH_REDIS_URL,
+BENCH_APP_PORT, BENCH_FLOOR_PORT. WEB_CONCURRENCY and WEB_THREADS reach gunicorn.conf.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import runpy
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+import redis
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+# Run as a script (`python bench/accept.py`): the repository root is not on the path yet.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.proc_cpu import busy_share, cpu_use_between, snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+VAR_DIR = ROOT / "var" / "bench"
+KEYS_FILE = VAR_DIR / "api-keys.txt"
+WRK_SCRIPT = ROOT / "bench" / "accept.lua"
+GUNICORN_CONF = ROOT / "gunicorn.conf.py"
+ACCEPT_PATH = "/api/v1/notifications/webhook"
+
+# The issue's targets.
+MIN_FLOOR_SHARE = 0.60
+MAX_P99_MS = 50.0
+
+# A Startup key may make 200 requests a minute. A run, warm-up included, is shorter than a minute,
+# so all of a key's requests share one window: plan for 150 a key to stay clear of the limit.
+REQUESTS_PER_KEY = 150
+# Before each server's run the bench waits (up to QUIET_WAIT_SECONDS) until other work on the machine keeps
+# less than this share of its CPUs busy; the report warns when other work took more than it during a run.
+BUSY_WARNING = 0.10
+QUIET_WAIT_SECONDS = 60
+
+
+class BenchError(Exception):
+    """The benchmark itself could not run (as opposed to a result that misses its target)."""
+
+
+@dataclass(frozen=True)
+class Options:
+    seconds: int
+    warmup_seconds: int
+    connections: int
+    wrk_threads: int
+    max_rps: int
+    database_url: str
+    redis_url: str
+    app_port: int
+    floor_port: int
+
+    @property
+    def key_count(self) -> int:
+        return max(self.connections, math.ceil(self.max_rps * (self.warmup_seconds + self.seconds) / REQUESTS_PER_KEY))
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    settings_module: str
+    port: int
+
+
+@dataclass(frozen=True)
+class Result:
+    target: str
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    non_202: int
+    socket_errors: int
+    jobs_stored: int
+    # gunicorn's own CPU time per request (PostgreSQL, Redis and wrk not included): what a request costs the
+    # web process, and far less disturbed by other work on the machine than requests per second.
+    server_cpu_ms: float
+    # Share of all CPUs used during the run by processes outside the bench: 0 on a quiet machine.
+    others_share: float | None
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds
+
+    @property
+    def errors(self) -> int:
+        return self.non_202 + self.socket_errors
+
+
+# --- Options ---------------------------------------------------------------------------
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
+
+
+def parse_options(argv: list[str]) -> Options:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=int, default=_env_int("BENCH_SECONDS", 20))
+    parser.add_argument("--warmup-seconds", type=int, default=_env_int("BENCH_WARMUP_SECONDS", 3))
+    parser.add_argument("--connections", type=int, default=_env_int("BENCH_CONNECTIONS", 16))
+    # wrk runs on the same two cores as the servers: few threads leave them more CPU.
+    parser.add_argument("--wrk-threads", type=int, default=_env_int("BENCH_WRK_THREADS", 2))
+    parser.add_argument(
+        "--max-rps",
+        type=int,
+        default=_env_int("BENCH_MAX_RPS", 3000),
+        help="highest request rate to plan API keys for (more keys keep a faster app clear of the rate limit)",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/notifyhub_bench"),
+    )
+    parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
+    parser.add_argument("--app-port", type=int, default=_env_int("BENCH_APP_PORT", 8771))
+    parser.add_argument("--floor-port", type=int, default=_env_int("BENCH_FLOOR_PORT", 8772))
+    args = parser.parse_args(argv)
+    if args.wrk_threads > args.connections:
+        parser.error("wrk needs at least one connection per thread")
+    return Options(**vars(args))
+
+
+# --- Services: a fresh database and an empty Redis DB of the bench's own -------------------
+
+
+def _database_name(database_url: str) -> str:
+    name = conninfo_to_dict(database_url).get("dbname", "")
+    # The database is dropped on every run: refuse anything not obviously the bench's.
+    if "bench" not in str(name):
+        raise BenchError(f"refusing to recreate database {name!r}: its name must contain 'bench'")
+    return str(name)
+
+
+def reset_database(database_url: str) -> None:
+    name = _database_name(database_url)
+    try:
+        with psycopg.connect(database_url, dbname="postgres", autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    except psycopg.OperationalError as exc:
+        raise BenchError(f"cannot reach PostgreSQL at {database_url}: {exc}") from exc
+
+
+def redis_client(redis_url: str) -> redis.Redis:
+    # The DB is flushed at start and end: never let that be DB 0, where everything else lives by default.
+    if urlsplit(redis_url).path.strip("/") in ("", "0"):
+        raise BenchError(f"refusing to flush {redis_url}: give the bench a Redis DB of its own, e.g. /14")
+    return redis.Redis.from_url(redis_url)
+
+
+def flush_redis(redis_url: str) -> None:
+    try:
+        redis_client(redis_url).flushdb()
+    except redis.RedisError as exc:
+        raise BenchError(f"cannot reach Redis at {redis_url}: {exc}") from exc
+
+
+def count_jobs(database_url: str) -> int:
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute("SELECT count(*) FROM notifications_job").fetchone()
+    return int(row[0]) if row else 0
+
+
+def helper_pids(options: Options) -> list[int]:
+    """The PostgreSQL backends serving the bench's database, and Redis when it runs on this machine."""
+    with psycopg.connect(options.database_url) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    pids = [int(row[0]) for row in rows]
+    server_info: dict[str, Any] = redis_client(options.redis_url).info("server")  # type: ignore[assignment]
+    redis_pid = int(server_info["process_id"])
+    if Path(f"/proc/{redis_pid}").exists():
+        pids.append(redis_pid)
+    return pids
+
+
+def run_step(description: str, command: list[str]) -> None:
+    """Runs a set-up command quietly; its output is shown only when it fails."""
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"{description} failed:\n{done.stdout}{done.stderr}")
+
+
+def prepare(options: Options) -> None:
+    reset_database(options.database_url)
+    flush_redis(options.redis_url)
+    run_step("migrate", [sys.executable, "manage.py", "migrate", "--noinput"])
+    run_step(
+        "seeding accounts",
+        [sys.executable, "-m", "bench.seed", "--count", str(options.key_count), "--keys-file", str(KEYS_FILE)],
+    )
+
+
+def export_environment(options: Options) -> None:
+    """Points everything this process starts at the bench's own database, Redis DB and state dir."""
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    os.environ.update(
+        DATABASE_URL=options.database_url,
+        REDIS_URL=options.redis_url,
+        NOTIFYHUB_VAR_DIR=str(VAR_DIR),
+        DJANGO_SETTINGS_MODULE="notifyhub.settings",
+        GUNICORN_ACCESS_LOG="off",
+        DEBUG="false",
+    )
+
+
+# --- Servers ---------------------------------------------------------------------------
+
+
+def gunicorn_shape() -> tuple[int, int]:
+    """Workers and threads as gunicorn.conf.py computes them in this environment."""
+    config = runpy.run_path(str(GUNICORN_CONF))
+    return int(config["workers"]), int(config["threads"])
+
+
+def _port_open(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        return True
+    return False
+
+
+def _wait_until_listening(process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise BenchError(f"gunicorn exited with status {process.returncode}; see {log_path}")
+        if _port_open(port):
+            return
+        time.sleep(0.2)
+    raise BenchError(f"gunicorn did not listen on port {port} within 60 s; see {log_path}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stops gunicorn's whole process group: master and workers, even if the master is stuck or gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=15)
+    # Whatever is left of the group (a stuck master, or workers that outlived it).
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+@contextlib.contextmanager
+def serving(target: Target) -> Iterator[subprocess.Popen[bytes]]:
+    """Runs gunicorn for ``target`` the way production does (gunicorn.conf.py), stopping it on exit."""
+    if _port_open(target.port):
+        raise BenchError(f"port {target.port} is already in use; pick another with BENCH_{target.name.upper()}_PORT")
+    log_path = VAR_DIR / f"gunicorn-{target.name}.log"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": target.settings_module,
+        "GUNICORN_BIND": f"127.0.0.1:{target.port}",
+    }
+    gunicorn = Path(sys.executable).parent / "gunicorn"
+    with log_path.open("wb") as log:
+        # A session of its own: Ctrl-C reaches only this script, whose finally stops the group.
+        process = subprocess.Popen(
+            [str(gunicorn), "notifyhub.wsgi", "--config", str(GUNICORN_CONF)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            _wait_until_listening(process, target.port, log_path)
+            yield process
+        finally:
+            _stop(process)
+
+
+def _tag(prefix: str) -> str:
+    # Idempotency keys are unique per account, and both servers share the accounts: every load gets its own prefix.
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def smoke_check(target: Target, api_key: str) -> None:
+    """One request before any load, so a broken server fails loudly instead of producing a fast row of errors."""
+    body = {"url": "https://hooks.example.com/in", "payload": {"event": "bench.smoke"}, "idempotencyKey": _tag("smoke")}
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{target.port}{ACCEPT_PATH}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "X-API-Key": api_key},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, reply = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, reply = exc.code, exc.read()
+    except OSError as exc:
+        raise BenchError(f"{target.name}: smoke request failed: {exc}") from exc
+    if status != 202:
+        raise BenchError(f"{target.name}: smoke request answered {status}, not 202: {reply[:300]!r}")
+
+
+def wait_for_quiet_cpus(target: Target) -> None:
+    """Waits (up to QUIET_WAIT_SECONDS) for other work on the machine to settle before a server's run."""
+    deadline = time.monotonic() + QUIET_WAIT_SECONDS
+    busy = busy_share(seconds=1.0)
+    if busy is not None and busy > BUSY_WARNING:
+        print(f"  {target.name}: other processes keep {busy:.0%} of the CPUs busy; waiting for them", flush=True)
+    while busy is not None and busy > BUSY_WARNING and time.monotonic() < deadline:
+        busy = busy_share(seconds=1.0)
+
+
+# --- Load ------------------------------------------------------------------------------
+
+
+def require_wrk() -> str:
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise BenchError("wrk is not installed; on Debian/Ubuntu: sudo apt-get install wrk (then re-run make bench)")
+    return wrk
+
+
+def run_wrk(wrk: str, options: Options, target: Target, *, seconds: int, tag: str) -> dict[str, int]:
+    command = [
+        wrk,
+        "-t",
+        str(options.wrk_threads),
+        "-c",
+        str(options.connections),
+        "-d",
+        f"{seconds}s",
+        "--timeout",
+        "5s",
+        "-s",
+        str(WRK_SCRIPT),
+        f"http://127.0.0.1:{target.port}{ACCEPT_PATH}",
+        "--",
+        str(KEYS_FILE),
+        tag,
+        str(options.wrk_threads),
+    ]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=seconds + 60)
+    except subprocess.TimeoutExpired as exc:
+        raise BenchError(f"wrk did not finish on {target.name} within {seconds + 60} s") from exc
+    line = next((line for line in done.stdout.splitlines() if line.startswith("BENCH_RESULT ")), None)
+    if done.returncode != 0 or line is None:
+        raise BenchError(f"wrk failed on {target.name} (exit {done.returncode}):\n{done.stdout}{done.stderr}")
+    return {name: int(value) for name, value in (item.split("=", 1) for item in line.split()[1:])}
+
+
+def measure(wrk: str, options: Options, target: Target, api_key: str) -> Result:
+    print(f"  {target.name}: starting gunicorn on port {target.port}", flush=True)
+    with serving(target) as server:
+        smoke_check(target, api_key)
+        wait_for_quiet_cpus(target)
+        # Warm-up: every worker thread imports lazily, opens its database connection and its broker connection.
+        if options.warmup_seconds > 0:
+            run_wrk(wrk, options, target, seconds=options.warmup_seconds, tag=_tag(f"{target.name}-warm"))
+        time.sleep(1)  # lets the warm-up's last requests land before the jobs are counted
+        print(f"  {target.name}: measuring {options.seconds} s", flush=True)
+        jobs_before = count_jobs(options.database_url)
+        before = snapshot(server_group=server.pid, helper_pids=helper_pids(options))
+        stats = run_wrk(wrk, options, target, seconds=options.seconds, tag=_tag(f"{target.name}-run"))
+        cpu = cpu_use_between(before, snapshot(server_group=server.pid, helper_pids=helper_pids(options)))
+    # Counted after gunicorn stopped, so requests still in flight when wrk stopped have landed.
+    jobs_stored = count_jobs(options.database_url) - jobs_before
+    return Result(
+        target=target.name,
+        requests=stats["requests"],
+        seconds=stats["duration_us"] / 1e6,
+        p50_ms=stats["p50_us"] / 1000,
+        p99_ms=stats["p99_us"] / 1000,
+        non_202=stats["unexpected"],
+        socket_errors=stats["connect"] + stats["read"] + stats["write"] + stats["timeout"],
+        jobs_stored=jobs_stored,
+        server_cpu_ms=cpu.server_seconds * 1000 / max(stats["requests"], 1),
+        others_share=cpu.others_share,
+    )
+
+
+# --- Report ----------------------------------------------------------------------------
+
+
+def _print_verdict(label: str, value: str, target: str, ok: bool) -> None:
+    print(f"{label:<16}{value:>11}   target {target:<10}{'PASS' if ok else 'FAIL'}")
+
+
+def print_header(options: Options) -> None:
+    workers, threads = gunicorn_shape()
+    print(
+        f"NotifyHub accept path: POST {ACCEPT_PATH}\n"
+        f"  load: wrk -t{options.wrk_threads} -c{options.connections}, {options.seconds} s measured after "
+        f"{options.warmup_seconds} s warm-up, {options.key_count} Startup keys\n"
+        f"  servers: gunicorn.conf.py, {workers} workers x {threads} threads (gthread), access log off, "
+        f"one server at a time\n",
+        flush=True,
+    )
+
+
+def _percent(share: float | None) -> str:
+    return "n/a" if share is None else f"{share:.0%}"
+
+
+def print_report(app: Result, floor: Result, options: Options) -> None:
+    print(
+        f"{'target':<8}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'requests':>10}{'jobs stored':>13}"
+        f"{'cpu ms/req':>12}{'other load':>12}"
+    )
+    for row in (app, floor):
+        print(
+            f"{row.target:<8}{row.rps:>10.1f}{row.p50_ms:>9.1f}{row.p99_ms:>9.1f}{row.errors:>8}"
+            f"{row.requests:>10}{row.jobs_stored:>13}{row.server_cpu_ms:>12.2f}{_percent(row.others_share):>12}"
+        )
+    share = app.rps / floor.rps if floor.rps else 0.0
+    errors = app.errors + floor.errors
+    print()
+    _print_verdict("app/floor req/s", f"{share:.1%}", f">= {MIN_FLOOR_SHARE:.0%}", share >= MIN_FLOOR_SHARE)
+    _print_verdict("app p99", f"{app.p99_ms:.1f} ms", f"< {MAX_P99_MS:.0f} ms", app.p99_ms < MAX_P99_MS)
+    _print_verdict("errors", str(errors), "0", errors == 0)
+    if floor.server_cpu_ms:
+        cost = app.server_cpu_ms / floor.server_cpu_ms
+        print(f"  gunicorn CPU per request: app {cost:.1f}x the floor's (not a target; explains the req/s ratio)")
+    for row in (app, floor):
+        if row.errors:
+            print(f"  {row.target}: {row.non_202} responses other than 202, {row.socket_errors} socket errors/timeouts")
+    if app.rps > options.max_rps:
+        print(f"  note: app ran above --max-rps {options.max_rps}; raise it so keys stay under the rate limit")
+    for row in (app, floor):
+        if (row.others_share or 0) > BUSY_WARNING:
+            print(
+                f"  note: other processes used {row.others_share:.0%} of the CPUs during the {row.target} run, "
+                "so its req/s are low and the ratio is off; re-run on a quiet machine"
+            )
+
+
+# --- Main ------------------------------------------------------------------------------
+
+
+def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # Turns `kill` into an exception so the finally blocks stop gunicorn and clean Redis.
+    raise SystemExit(128 + signum)
+
+
+def run(options: Options) -> None:
+    wrk = require_wrk()
+    export_environment(options)
+    print_header(options)
+    print(f"  preparing: database {_database_name(options.database_url)}, {options.key_count} accounts", flush=True)
+    prepare(options)
+    api_key = KEYS_FILE.read_text().split()[0]
+    try:
+        app = measure(wrk, options, Target("app", "notifyhub.settings", options.app_port), api_key)
+        floor = measure(wrk, options, Target("floor", "bench.floor_settings", options.floor_port), api_key)
+    finally:
+        # No worker runs during the bench: drop the queued Celery messages (and rate-limit state) it left.
+        flush_redis(options.redis_url)
+    print()
+    print_report(app, floor, options)
+
+
+def main() -> int:
+    options = parse_options(sys.argv[1:])
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    try:
+        run(options)
+    except BenchError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
