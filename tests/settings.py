@@ -17,3 +17,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}  # noqa: F405
 if not REDIS_URL:  # noqa: F405
     CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.05  # noqa: F405
+# In-thread test workers end with their thread; a connection they kept open would stop the
+# test database from being dropped. Production workers reuse connections (notifyhub.settings).
+CELERY_DB_REUSE_MAX = None

@@ -8,6 +8,9 @@ followed. One pooled session per process and configuration keeps connections ali
 
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -40,8 +43,17 @@ def _session(*, block_private: bool, timeout: int, ca_bundle: str | None) -> req
 
 
 def _trusted_cas(extra_bundle: str) -> str:
-    """The public CAs plus the extra bundle: ``verify=`` takes one file, which replaces the defaults."""
-    combined = Path(settings.VAR_DIR) / "webhook-ca-bundle.pem"
-    combined.parent.mkdir(parents=True, exist_ok=True)
-    combined.write_text(Path(certifi.where()).read_text() + "\n" + Path(extra_bundle).read_text())
+    """The public CAs plus the extra bundle: ``verify=`` takes one file, which replaces the defaults.
+
+    urllib3 reads the file on every new connection, from any thread or worker process, so it
+    is never rewritten in place: each content gets its own name, written whole then renamed.
+    """
+    contents = Path(certifi.where()).read_text() + "\n" + Path(extra_bundle).read_text()
+    digest = hashlib.sha256(contents.encode()).hexdigest()[:16]
+    combined = Path(settings.VAR_DIR) / f"webhook-ca-bundle-{digest}.pem"
+    if not combined.exists():
+        combined.parent.mkdir(parents=True, exist_ok=True)
+        partial = combined.with_name(f"{combined.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        partial.write_text(contents)
+        os.replace(partial, combined)
     return str(combined)

@@ -17,7 +17,7 @@ from tests.conftest import Client, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
 
 
-def _lost_job(client: Client, receiver: Receiver) -> Job:
+def lost_job(client: Client, receiver: Receiver) -> Job:
     """A job stored as the API stores it, whose broker message never got sent."""
     return Job.objects.create(
         account=client.account,
@@ -29,7 +29,7 @@ def _lost_job(client: Client, receiver: Receiver) -> Job:
 
 @pytest.mark.usefixtures("worker")
 def test_the_sweeper_delivers_a_job_whose_task_was_lost(free: Client, receiver: Receiver) -> None:
-    job = _lost_job(free, receiver)
+    job = lost_job(free, receiver)
     time.sleep(0.5)
     assert Job.objects.get(id=job.id).status == JobStatus.PENDING
 
@@ -42,24 +42,15 @@ def test_the_sweeper_delivers_a_job_whose_task_was_lost(free: Client, receiver: 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_sweeper_leaves_jobs_that_are_not_due(free: Client, receiver: Receiver) -> None:
-    _lost_job(free, receiver)
+    lost_job(free, receiver)
 
     assert jobs_sweep() == 0
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_sweeper_pushes_a_due_job_once_per_requeue_period(free: Client, receiver: Receiver) -> None:
-    job = _lost_job(free, receiver)
-    Job.objects.filter(id=job.id).update(requeue_at=timezone.now() - timedelta(seconds=1))
-
-    assert (jobs_sweep(), jobs_sweep()) == (1, 0)
-    assert Job.objects.get(id=job.id).requeue_at > timezone.now() + timedelta(seconds=250)
 
 
 @pytest.mark.usefixtures("worker")
 def test_the_same_task_twice_delivers_once(free: Client, receiver: Receiver) -> None:
     receiver.script("/hook", Reply(delay=0.5))
-    job = _lost_job(free, receiver)
+    job = lost_job(free, receiver)
 
     job_enqueue(job_id=job.id, priority=5)
     job_enqueue(job_id=job.id, priority=5)
@@ -74,7 +65,7 @@ def test_the_same_task_twice_delivers_once(free: Client, receiver: Receiver) -> 
 def test_a_job_held_by_a_live_lease_cannot_be_claimed_again(
     free: Client, receiver: Receiver, delivery_settings: Any
 ) -> None:
-    job = _lost_job(free, receiver)
+    job = lost_job(free, receiver)
     Job.objects.filter(id=job.id).update(
         status=JobStatus.PROCESSING, locked_until=timezone.now() + timedelta(minutes=1)
     )
@@ -87,7 +78,7 @@ def test_a_job_held_by_a_live_lease_cannot_be_claimed_again(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_finished_job_is_never_claimed(free: Client, receiver: Receiver, delivery_settings: Any) -> None:
-    job = _lost_job(free, receiver)
+    job = lost_job(free, receiver)
     job_process(job_id=job.id)
 
     job_process(job_id=job.id)

@@ -11,17 +11,29 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from accounts.plans import Plan
 from notifications.models import Job, JobStatus
 from notifications.processing import jobs_sweep
 from tests.conftest import Client, purge_broker, wait_for_job, worker_thread
 from tests.fakes.receiver import Receiver, Reply
+from tests.notifications.test_engine import lost_job
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweeper_pushes_a_due_job_once_per_requeue_period(free: Client, receiver: Receiver) -> None:
+    job = lost_job(free, receiver)
+    Job.objects.filter(id=job.id).update(requeue_at=timezone.now() - timedelta(seconds=1))
+
+    assert (jobs_sweep(), jobs_sweep()) == (1, 0)
+    assert Job.objects.get(id=job.id).requeue_at > timezone.now() + timedelta(seconds=250)
 
 
 def _worker_process(env: dict[str, str]) -> subprocess.Popen[bytes]:
