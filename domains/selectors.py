@@ -11,6 +11,14 @@ def domain_get(*, account: Account) -> SenderDomain | None:
     return SenderDomain.objects.prefetch_related("registrations").filter(account=account).first()
 
 
+def domain_require(*, account: Account) -> SenderDomain:
+    """The account's domain; a 404 in the envelope when it has none."""
+    domain = domain_get(account=account)
+    if domain is None:
+        raise ApiError(404, "No sender domain. Request one first.")
+    return domain
+
+
 def sender_for(*, account: Account, requested: str | None) -> str:
     """The address a paid account's email goes out from (spec section 4, sender rules 2-5)."""
     domain = SenderDomain.objects.filter(account=account).first()

@@ -10,7 +10,7 @@ from django.utils import timezone
 from accounts.models import Account
 from accounts.selectors import provider_credentials
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
-from domains.selectors import domain_get
+from domains.selectors import domain_get, domain_require
 from notifyhub.api.errors import ApiError
 from providers.base import Credentials, ProviderError
 from providers.registry import get_provider
@@ -23,13 +23,6 @@ NO_PROVIDER_MESSAGE = "Add at least one provider API key before adding a sending
 def _require_paid(account: Account) -> None:
     if not account.limits.is_paid:
         raise ApiError(403, "Custom sender domains require a paid plan")
-
-
-def _require_domain(account: Account) -> SenderDomain:
-    domain = domain_get(account=account)
-    if domain is None:
-        raise ApiError(404, "No sender domain. Request one first.")
-    return domain
 
 
 def _participants(account: Account) -> tuple[dict[str, Credentials], list[dict[str, str]]]:
@@ -107,7 +100,7 @@ def _unregister(registrations: list[DomainRegistration], credentials: dict[str, 
 
 def domain_verify(*, account: Account) -> SenderDomain:
     """Asks every provider; verified only when all of them confirm (spec section 3)."""
-    domain = _require_domain(account)
+    domain = domain_require(account=account)
     participants, domain.warnings = _participants(account)
     registered = {registration.provider: registration for registration in domain.registrations.all()}
     for provider, credentials in participants.items():
@@ -157,7 +150,7 @@ def _refresh_status(domain: SenderDomain) -> SenderDomain:
 
 def domain_delete(*, account: Account) -> list[dict[str, str]]:
     """Removes the domain at every provider, then here; returns warnings for providers that refused."""
-    domain = _require_domain(account)
+    domain = domain_require(account=account)
     warnings = _unregister(list(domain.registrations.all()), provider_credentials(account=account))
     domain.delete()
     return warnings

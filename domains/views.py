@@ -8,11 +8,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from domains.models import SenderDomain
-from domains.selectors import domain_get
+from domains.selectors import domain_require
 from domains.services import domain_delete, domain_request, domain_verify
 from notifications.serializers import IsoDateTimeField
 from notifyhub.api.auth import request_account
-from notifyhub.api.errors import ApiError
 from notifyhub.api.fields import DomainNameField
 from notifyhub.api.views import AccountHolderView
 
@@ -77,10 +76,7 @@ class DomainRequestView(AccountHolderView):
 class DomainView(AccountHolderView):
     @extend_schema(summary="Your sending domain, its DNS records and status", responses={200: DomainSerializer})
     def get(self, request: Request) -> Response:
-        domain = domain_get(account=request_account(request))
-        if domain is None:
-            raise ApiError(404, "No sender domain. Request one first.")
-        return Response(domain_data(domain))
+        return Response(domain_data(domain_require(account=request_account(request))))
 
     @extend_schema(
         summary="Remove your sending domain here and at every provider",

@@ -87,6 +87,15 @@ class Verification:
     reasons: list[str] = field(default_factory=list)
 
 
+def build_message(email: OutgoingEmail, *, connection: Any = None) -> EmailMultiAlternatives:
+    """HTML body with a plain-text part derived from it, so both kinds of mail client read it."""
+    message = EmailMultiAlternatives(
+        email.subject, strip_tags(email.html), email.sender, [email.to], connection=connection
+    )
+    message.attach_alternative(email.html, "text/html")
+    return message
+
+
 class EmailProvider:
     name: ClassVar[str]
     anymail_backend: ClassVar[str]
@@ -106,11 +115,7 @@ class EmailProvider:
             "timeout": settings.PROVIDER_TIMEOUT_SECONDS,
             self.credential_kwarg: credentials.api_key,
         }
-        connection = get_connection(self.anymail_backend, **options)
-        message = EmailMultiAlternatives(
-            email.subject, strip_tags(email.html), email.sender, [email.to], connection=connection
-        )
-        message.attach_alternative(email.html, "text/html")
+        message = build_message(email, connection=get_connection(self.anymail_backend, **options))
         # The job id travels with the message so the provider's events can be matched to it.
         message.metadata = {"job_id": email.job_id}  # type: ignore[attr-defined]
         try:

@@ -11,16 +11,14 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.core.mail import EmailMultiAlternatives
-from django.utils.html import strip_tags
 
 from accounts.selectors import provider_credentials
 from domains.selectors import sender_for
-from notifications.delivery.outcome import AttemptOutcome
+from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.models import Job
 from notifications.services import NO_PROVIDER_MESSAGE, platform_sender
 from notifyhub.api.errors import ApiError
-from providers.base import Credentials, OutgoingEmail
+from providers.base import Credentials, OutgoingEmail, build_message
 from providers.failover import Route, send_with_failover
 from providers.registry import get_provider
 
@@ -36,8 +34,6 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
         routes = _account_routes(job) if paid else _platform_routes()
     except NotDeliverable as error:
         return AttemptOutcome.failure(str(error), retryable=False)
-    if not routes:
-        return _send_with_django_backend(job, sender=sender)
     email = OutgoingEmail(
         job_id=str(job.id),
         sender=sender,
@@ -45,12 +41,14 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
         subject=job.payload["subject"],
         html=job.payload["body"],
     )
+    if not routes:
+        return _send_with_django_backend(email)
     started = time.monotonic()
     result = send_with_failover(email, routes)
     details = {
         # Spec section 2: usedProvider is shown to paid plans only.
         "used_provider": result.last_tried if paid else None,
-        "duration_ms": _elapsed_ms(started),
+        "duration_ms": elapsed_ms(started),
     }
     if result.sent:
         return AttemptOutcome(delivered=True, provider_message_id=result.sent.message_id, **details)  # type: ignore[arg-type]
@@ -84,18 +82,11 @@ def _account_routes(job: Job) -> list[Route]:
     return [Route(get_provider(name), credentials[name]) for name in forced if name in credentials]
 
 
-def _send_with_django_backend(job: Job, *, sender: str) -> AttemptOutcome:
+def _send_with_django_backend(email: OutgoingEmail) -> AttemptOutcome:
     """Local runs with no platform provider: Django's EMAIL_BACKEND (files in var/outbox by default)."""
-    body = job.payload["body"]
-    message = EmailMultiAlternatives(job.payload["subject"], strip_tags(body), sender, [job.payload["to"]])
-    message.attach_alternative(body, "text/html")
     started = time.monotonic()
     try:
-        message.send()
+        build_message(email).send()
     except OSError as error:
         return AttemptOutcome.failure(f"Email backend failed: {error.strerror or error}", retryable=True)
-    return AttemptOutcome(delivered=True, duration_ms=_elapsed_ms(started))
-
-
-def _elapsed_ms(started: float) -> int:
-    return round((time.monotonic() - started) * 1000)
+    return AttemptOutcome(delivered=True, duration_ms=elapsed_ms(started))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 
@@ -20,3 +21,8 @@ class AttemptOutcome:
     @classmethod
     def failure(cls, message: str, *, retryable: bool, **details: object) -> AttemptOutcome:
         return cls(delivered=False, retryable=retryable, error_message=message, **details)  # type: ignore[arg-type]
+
+
+def elapsed_ms(started: float) -> int:
+    """Milliseconds since ``started``, a ``time.monotonic()`` reading."""
+    return round((time.monotonic() - started) * 1000)

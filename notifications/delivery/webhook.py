@@ -12,7 +12,7 @@ from requests_hardened.ip_filter import InvalidIPAddress
 
 from accounts.selectors import signing_secret_get
 from notifications.delivery.http import webhook_session
-from notifications.delivery.outcome import AttemptOutcome
+from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.models import Job
 from notifyhub.api.fields import json_bytes
 from notifyhub.http_errors import describe_network_error
@@ -50,16 +50,12 @@ def deliver_webhook(job: Job, *, attempt: int) -> AttemptOutcome:
             job.payload["method"], job.payload["url"], data=body, headers=headers, stream=True
         )
     except requests.RequestException as error:
-        return _network_failure(error, duration_ms=_elapsed_ms(started))
+        return _network_failure(error, duration_ms=elapsed_ms(started))
     try:
         excerpt = _read_excerpt(response)
     finally:
         response.close()
-    return _classify(response.status_code, response.reason, excerpt, duration_ms=_elapsed_ms(started))
-
-
-def _elapsed_ms(started: float) -> int:
-    return round((time.monotonic() - started) * 1000)
+    return _classify(response.status_code, response.reason, excerpt, duration_ms=elapsed_ms(started))
 
 
 def _read_excerpt(response: requests.Response) -> str:
