@@ -6,14 +6,27 @@ import multiprocessing
 import os
 
 bind = os.environ.get("GUNICORN_BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
-# Embedded mode keeps the rate limiter and cache in-process, so it must be one process.
-_embedded = not os.environ.get("REDIS_URL")
-workers = 1 if _embedded else int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2))
-# Measured with `make bench` on 2 cores (bench/README.md): 2x8, 4x2, 8x2 and 16x1 workers x threads, and sync
-# workers, served the accept path no faster than 2 per core x 4 threads, so these stay the defaults.
-worker_class = "gthread"
-threads = int(os.environ.get("WEB_THREADS", "4"))
-timeout = 30
+
+if os.environ.get("REDIS_URL"):
+    # Production. Sync workers take the next connection only when idle, so requests wait in
+    # the kernel's accept queue first come, first served. gthread workers take keep-alive
+    # connections greedily (9, 4, 2 and 1 of 16 across 4 workers were seen), so requests
+    # queued behind one busy worker. Measured with `make bench` on 2 cores (bench/README.md):
+    # sync, 2 per core: p99 34 ms against 56 to 100 ms for gthread at 2x2 to 8x2, at the same
+    # or better throughput. Sync workers want a proxy in front that buffers slow clients
+    # (nginx, or a load balancer), as gunicorn's documentation says.
+    worker_class = "sync"
+    workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2))
+    # A sync worker is killed when one request outlasts this. The longest is a sender-domain
+    # request or check waiting on all three providers' timeouts (PROVIDER_TIMEOUT_SECONDS, 30).
+    timeout = int(os.environ.get("WEB_TIMEOUT", "120"))
+else:
+    # Embedded mode keeps the rate limiter and cache in-process, so it must be one process;
+    # its threads serve the dashboard and the API side by side.
+    worker_class = "gthread"
+    workers = 1
+    threads = int(os.environ.get("WEB_THREADS", "4"))
+    timeout = 30
 keepalive = 5
 # "-" logs each request to stdout; an empty value or "off" turns the access log off (a proxy in front
 # logs requests already, and `make bench` measures the app, not log writing).

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import secrets
-from datetime import date
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
@@ -46,12 +46,22 @@ TAKE_UNIT_SQL = f"""
 """
 
 
-def _take_unit(*, account: Account, period_start: date, limit: int) -> bool:
-    # The check and the increment are one conditional UPDATE: the row lock it takes
-    # serialises concurrent sends of one account until their transaction ends. Written
-    # out because every counted send runs it: the ORM's compile cost more than the query.
+def take_unit_statement(*, account: Account) -> tuple[str, list[Any]]:
+    """The conditional UPDATE that takes one unit of the account's quota this period, with its parameters.
+
+    The check and the increment are one statement: the row lock it takes serialises
+    concurrent sends of one account until their transaction ends. It changes nothing when
+    the period's row is missing or full; `usage_consume` tells those apart. Written out
+    because every counted send runs it: the ORM's compile cost more than the query.
+    """
+    start, _ = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
+    return TAKE_UNIT_SQL, [account.pk, start, account.limits.monthly_quota]
+
+
+def _take_unit(*, account: Account) -> bool:
+    sql, params = take_unit_statement(account=account)
     with connection.cursor() as cursor:
-        cursor.execute(TAKE_UNIT_SQL, [account.pk, period_start, limit])
+        cursor.execute(sql, params)
         return cursor.rowcount == 1
 
 
@@ -60,14 +70,14 @@ def usage_consume(*, account: Account) -> None:
 
     Call inside the transaction that creates the job, so a rejected job spends nothing.
     """
-    limit = account.limits.monthly_quota
-    start, resets_on = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
-    if _take_unit(account=account, period_start=start, limit=limit):
+    if _take_unit(account=account):
         return
+    start, resets_on = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
     UsagePeriod.objects.get_or_create(account=account, period_start=start)
-    if _take_unit(account=account, period_start=start, limit=limit):
+    if _take_unit(account=account):
         return
     used = UsagePeriod.objects.get(account=account, period_start=start).used
+    limit = account.limits.monthly_quota
     raise ApiError(
         403,
         f"Monthly usage limit exceeded ({used}/{limit}). Upgrade your plan or wait for reset on {us_date(resets_on)}.",

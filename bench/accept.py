@@ -7,7 +7,7 @@ bench/README.md explains what is measured and how to read the result.
 
 Knobs (environment, or the matching --option): BENCH_SECONDS, BENCH_WARMUP_SECONDS,
 BENCH_CONNECTIONS, BENCH_WRK_THREADS, BENCH_MAX_RPS, BENCH_DATABASE_URL, BENCH_REDIS_URL,
-BENCH_APP_PORT, BENCH_FLOOR_PORT. WEB_CONCURRENCY and WEB_THREADS reach gunicorn.conf.py.
+BENCH_APP_PORT, BENCH_FLOOR_PORT. WEB_CONCURRENCY reaches gunicorn.conf.py.
 """
 
 from __future__ import annotations
@@ -243,10 +243,11 @@ def export_environment(options: Options) -> None:
 # --- Servers ---------------------------------------------------------------------------
 
 
-def gunicorn_shape() -> tuple[int, int]:
-    """Workers and threads as gunicorn.conf.py computes them in this environment."""
+def gunicorn_shape() -> str:
+    """The worker class and count gunicorn.conf.py sets in this environment, e.g. "4 sync workers"."""
     config = runpy.run_path(str(GUNICORN_CONF))
-    return int(config["workers"]), int(config["threads"])
+    shape = f"{config['workers']} {config['worker_class']} workers"
+    return f"{shape} x {config['threads']} threads" if "threads" in config else shape
 
 
 def _port_open(port: int) -> bool:
@@ -419,12 +420,11 @@ def _print_verdict(label: str, value: str, target: str, ok: bool) -> None:
 
 
 def print_header(options: Options) -> None:
-    workers, threads = gunicorn_shape()
     print(
         f"NotifyHub accept path: POST {ACCEPT_PATH}\n"
         f"  load: wrk -t{options.wrk_threads} -c{options.connections}, {options.seconds} s measured after "
         f"{options.warmup_seconds} s warm-up, {options.key_count} Startup keys\n"
-        f"  servers: gunicorn.conf.py, {workers} workers x {threads} threads (gthread), access log off, "
+        f"  servers: gunicorn.conf.py, {gunicorn_shape()}, access log off, "
         f"one server at a time\n",
         flush=True,
     )

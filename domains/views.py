@@ -13,6 +13,7 @@ from domains.services import domain_delete, domain_request, domain_verify
 from notifications.serializers import IsoDateTimeField
 from notifyhub.api.auth import request_account
 from notifyhub.api.fields import DomainNameField
+from notifyhub.api.serializers import RequestSerializer
 from notifyhub.api.views import AccountHolderView
 
 
@@ -58,7 +59,7 @@ def domain_data(domain: SenderDomain) -> dict[str, Any]:
 
 
 class DomainRequestView(AccountHolderView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RequestSerializer):
         domain = DomainNameField()
 
     @extend_schema(

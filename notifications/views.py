@@ -26,6 +26,7 @@ from notifyhub.api.fields import (
     TextField,
     is_local_target,
 )
+from notifyhub.api.serializers import RequestSerializer
 from notifyhub.api.views import AccountHolderView, ApiKeyView
 from providers.names import ProviderName
 
@@ -65,7 +66,7 @@ class SendView(ApiKeyView):
 
 
 class SendEmailView(SendView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RequestSerializer):
         to = EmailAddressField()
         subject = TextField(max_length=SUBJECT_MAX_LENGTH, single_line=True)
         body = TextField(max_length=EMAIL_BODY_MAX_LENGTH)
@@ -109,7 +110,7 @@ class SendEmailView(SendView):
 
 
 class SendWebhookView(SendView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RequestSerializer):
         url = HttpsUrlField()
         payload = JsonObjectField(max_bytes=WEBHOOK_PAYLOAD_MAX_BYTES, size_message="payload must be at most 10kb")
         method = OneOfField(choices=WEBHOOK_METHODS, required=False)
@@ -153,7 +154,7 @@ class UserJobDetailView(AccountHolderView):
 
 
 class JobListView(ApiKeyView):
-    class QuerySerializer(serializers.Serializer):
+    class QuerySerializer(RequestSerializer):
         page = PositiveIntegerParamField(required=False)
         limit = PositiveIntegerParamField(required=False)
         type = OneOfField(choices=JobType.values, required=False)

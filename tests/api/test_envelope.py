@@ -83,3 +83,18 @@ def test_invalid_utf8_is_a_400(free: Client) -> None:
     )
 
     assert_error(response, 400, "Request body must be valid JSON")
+
+
+@pytest.mark.parametrize("accept", ["text/html", "application/xml", "*/*", "application/json"])
+def test_every_accept_header_gets_the_json_envelope(free: Client, accept: str) -> None:
+    response = free.http.post(
+        "/api/v1/notifications/webhook",
+        '{"url": "https://hooks.example.com/in", "payload": {}}',
+        content_type="application/json",
+        HTTP_X_API_KEY=free.api_key,
+        HTTP_ACCEPT=accept,
+    )
+
+    assert response.status_code == 202
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["data"]["status"] == "pending"

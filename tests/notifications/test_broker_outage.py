@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from celery import Celery
@@ -18,6 +21,8 @@ def broker_down(monkeypatch: pytest.MonkeyPatch) -> None:
     unreachable.conf.broker_connection_timeout = 0.5
     unreachable.conf.task_publish_retry_policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0.1}
     monkeypatch.setattr(queue, "app", unreachable)
+    # Producers already made in this thread speak to the real broker.
+    monkeypatch.setattr(queue, "_thread", threading.local())
 
 
 @pytest.mark.usefixtures("broker_down")
@@ -33,3 +38,22 @@ def test_an_accepted_job_stands_when_the_broker_is_down(free: Client, caplog: An
     assert job.status == "pending"
     assert job.requeue_at is not None
     assert "will be re-sent by the sweeper" in caplog.text
+
+
+@pytest.mark.redis
+@pytest.mark.django_db
+def test_the_first_send_after_an_outage_reaches_the_broker(
+    monkeypatch: pytest.MonkeyPatch, broker_messages: Callable[[], list[dict[str, Any]]], caplog: Any
+) -> None:
+    job_id = uuid4()
+    with monkeypatch.context() as outage:
+        outage.setattr(queue, "app", Celery("unreachable", broker="redis://127.0.0.1:1/0", set_as_current=False))
+        queue.app.conf.broker_connection_timeout = 0.5
+        queue.app.conf.task_publish_retry_policy = {"max_retries": 0}
+        queue.job_enqueue(job_id=uuid4(), priority=5)
+        assert "will be re-sent by the sweeper" in caplog.text
+
+    # The failed producer was dropped, so this thread's next send builds one on the real broker.
+    queue.job_enqueue(job_id=job_id, priority=1, countdown=30)
+
+    assert broker_messages() == [{"task": "notifications.deliver_job", "args": [str(job_id)], "priority": 0}]
