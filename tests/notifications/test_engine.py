@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from notifications.models import Job, JobStatus, JobType
-from notifications.processing import job_process, jobs_sweep
+from notifications.processing import job_claim, job_process, jobs_sweep
 from notifications.queue import job_enqueue
 from tests.conftest import Client, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
@@ -85,3 +87,40 @@ def test_a_finished_job_is_never_claimed(free: Client, receiver: Receiver, deliv
 
     assert Job.objects.get(id=job.id).status == JobStatus.COMPLETED
     assert len(receiver.arrivals) == 1
+
+
+def test_a_claim_takes_the_job_in_one_statement_and_returns_it_as_stored(free: Client) -> None:
+    job = Job.objects.create(
+        account=free.account,
+        type=JobType.WEBHOOK,
+        payload={"url": "https://hooks.example.com/in", "method": "PUT", "headers": {}, "payload": {"z": 1, "a": 2}},
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        claimed = job_claim(job_id=job.id)
+    again = job_claim(job_id=job.id)
+
+    assert len(queries) == 1
+    assert claimed is not None
+    assert again is None  # the lease holds the second claim off
+    assert (claimed.id, claimed.account_id, claimed.status) == (job.id, free.account.id, JobStatus.PROCESSING)
+    assert list(claimed.payload["payload"]) == ["z", "a"]
+    assert claimed.payload["method"] == "PUT"
+    assert claimed.started_at is not None
+    assert claimed.started_at.tzinfo is not None
+    assert claimed.locked_until == Job.objects.get(id=job.id).locked_until
+    assert claimed.requeue_at == claimed.locked_until
+
+
+def test_a_job_whose_lease_ran_out_can_be_claimed_again(free: Client) -> None:
+    job = Job.objects.create(account=free.account, type=JobType.WEBHOOK, payload={})
+    first = job_claim(job_id=job.id)
+    Job.objects.filter(id=job.id).update(locked_until=timezone.now() - timedelta(seconds=5))
+
+    second = job_claim(job_id=job.id)
+
+    assert first is not None
+    assert second is not None
+    assert second.started_at == first.started_at  # the first attempt's start is kept
+    assert second.locked_until is not None
+    assert second.locked_until > timezone.now()  # a fresh lease
