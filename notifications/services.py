@@ -16,6 +16,7 @@ from domains.selectors import sender_for
 from notifications.models import Job, JobStatus, JobType
 from notifications.queue import job_enqueue
 from notifications.selectors import parse_job_id
+from notifyhub import sql
 from notifyhub.api.errors import ApiError
 
 DUPLICATE_MESSAGE = "Duplicate request detected"
@@ -158,23 +159,18 @@ def _insert_taking_unit(job: Job) -> bool:
     if connection.vendor != "postgresql":
         return False
     take_unit_sql, take_unit_params = take_unit_statement(account=job.account)
-    fields = Job._meta.concrete_fields
-    values = [field.get_db_prep_save(field.pre_save(job, add=True), connection) for field in fields]
     # In a caller's transaction a duplicate must only undo this statement: a savepoint.
     with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
-        cursor.execute(_insert_taking_unit_sql(take_unit_sql), [*take_unit_params, *values])
+        cursor.execute(_insert_taking_unit_sql(take_unit_sql), [*take_unit_params, *sql.insert_values(job)])
         return cursor.rowcount == 1
 
 
 @cache
 def _insert_taking_unit_sql(take_unit_sql: str) -> str:
-    fields = Job._meta.concrete_fields
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
     return f"""
         WITH unit AS ({take_unit_sql} RETURNING 1)
-        INSERT INTO {connection.ops.quote_name(Job._meta.db_table)} ({columns})
-        SELECT {placeholders} WHERE EXISTS (SELECT 1 FROM unit)
+        INSERT INTO {sql.table(Job)} ({sql.columns(Job)})
+        SELECT {sql.placeholders(Job)} WHERE EXISTS (SELECT 1 FROM unit)
     """
 
 

@@ -12,8 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from notifications.models import Job, JobStatus, JobType
-from notifications.processing import job_claim, job_process, jobs_sweep
+from notifications.delivery.outcome import AttemptOutcome
+from notifications.models import DeliveryLog, Job, JobStatus, JobType
+from notifications.processing import job_claim, job_process, job_record_attempt, jobs_sweep
 from notifications.queue import job_enqueue
 from tests.conftest import Client, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
@@ -124,3 +125,45 @@ def test_a_job_whose_lease_ran_out_can_be_claimed_again(free: Client) -> None:
     assert second.started_at == first.started_at  # the first attempt's start is kept
     assert second.locked_until is not None
     assert second.locked_until > timezone.now()  # a fresh lease
+
+
+def _claimed(client: Client) -> Job:
+    job = Job.objects.create(account=client.account, type=JobType.WEBHOOK, payload={})
+    claimed = job_claim(job_id=job.id)
+    assert claimed is not None
+    return claimed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_attempt_is_recorded_with_its_log_in_one_go(free: Client) -> None:
+    job = _claimed(free)
+    outcome = AttemptOutcome(delivered=True, response_status=204, duration_ms=12, response_excerpt="ok")
+
+    with CaptureQueriesContext(connection) as queries:
+        job_record_attempt(job=job, outcome=outcome)
+
+    # One statement on PostgreSQL; a transaction of two elsewhere.
+    assert len(queries) == (1 if connection.vendor == "postgresql" else 4)
+    stored = Job.objects.get(id=job.id)
+    assert (stored.status, stored.attempts, stored.locked_until, stored.requeue_at) == ("completed", 1, None, None)
+    assert stored.completed_at is not None
+    log = DeliveryLog.objects.get(job=job)
+    assert (log.attempt, log.status, log.response_status, log.duration_ms, log.response_excerpt) == (
+        1,
+        "success",
+        204,
+        12,
+        "ok",
+    )
+
+
+def test_an_attempt_whose_lease_was_lost_is_not_recorded(free: Client, caplog: Any) -> None:
+    job = _claimed(free)
+    Job.objects.filter(id=job.id).update(locked_until=timezone.now() + timedelta(minutes=9))  # another worker's lease
+
+    job_record_attempt(job=job, outcome=AttemptOutcome.failure("503 Service Unavailable", retryable=True))
+
+    stored = Job.objects.get(id=job.id)
+    assert (stored.status, stored.attempts, stored.error_message) == ("processing", 0, None)
+    assert not DeliveryLog.objects.filter(job=job).exists()
+    assert "lease lost" in caplog.text
