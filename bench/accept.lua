@@ -1,5 +1,5 @@
 -- wrk script for bench/accept.py: POSTs webhook sends, rotating API keys and unique idempotency keys.
--- Arguments after "--": <keys file> <tag> <wrk thread count>.
+-- Arguments after "--": <keys file> <tag> <wrk thread count> <index of the first key to use>.
 -- Prints one "BENCH_RESULT k=v ..." line that bench/accept.py parses.
 
 local threads = {}
@@ -20,6 +20,7 @@ function init(args)
   end
   tag = args[2]
   stride = tonumber(args[3])
+  first_key = tonumber(args[4])
   sent = 0
   unexpected = 0
 end
@@ -27,7 +28,7 @@ end
 function request()
   -- Thread t sends keys t, t+stride, t+2*stride, ... so every key gets the same share of the load,
   -- and each request carries a fresh idempotency key so the duplicate check runs and passes.
-  local key = keys[(thread_id + sent * stride) % #keys + 1]
+  local key = keys[(first_key + thread_id + sent * stride) % #keys + 1]
   sent = sent + 1
   local body = string.format(
     '{"url":"https://hooks.example.com/in","payload":{"event":"bench.ping","n":%d},"idempotencyKey":"%s-%d-%d"}',

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
@@ -78,10 +79,16 @@ class Options:
     redis_url: str
     app_port: int
     floor_port: int
+    rounds: int
+
+    @property
+    def keys_per_round(self) -> int:
+        return max(self.connections, math.ceil(self.max_rps * (self.warmup_seconds + self.seconds) / REQUESTS_PER_KEY))
 
     @property
     def key_count(self) -> int:
-        return max(self.connections, math.ceil(self.max_rps * (self.warmup_seconds + self.seconds) / REQUESTS_PER_KEY))
+        # Each round loads keys of its own, so no key sees two rounds' requests within one minute.
+        return self.keys_per_round * self.rounds
 
 
 @dataclass(frozen=True)
@@ -149,9 +156,17 @@ def parse_options(argv: list[str]) -> Options:
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
     parser.add_argument("--app-port", type=int, default=_env_int("BENCH_APP_PORT", 8771))
     parser.add_argument("--floor-port", type=int, default=_env_int("BENCH_FLOOR_PORT", 8772))
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=_env_int("BENCH_ROUNDS", 3),
+        help="app then floor, this many times; the verdicts take the medians",
+    )
     args = parser.parse_args(argv)
     if args.wrk_threads > args.connections:
         parser.error("wrk needs at least one connection per thread")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     return Options(**vars(args))
 
 
@@ -353,7 +368,7 @@ def require_wrk() -> str:
     return wrk
 
 
-def run_wrk(wrk: str, options: Options, target: Target, *, seconds: int, tag: str) -> dict[str, int]:
+def run_wrk(wrk: str, options: Options, target: Target, *, seconds: int, tag: str, first_key: int) -> dict[str, int]:
     command = [
         wrk,
         "-t",
@@ -371,6 +386,7 @@ def run_wrk(wrk: str, options: Options, target: Target, *, seconds: int, tag: st
         str(KEYS_FILE),
         tag,
         str(options.wrk_threads),
+        str(first_key),
     ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=seconds + 60)
@@ -382,19 +398,22 @@ def run_wrk(wrk: str, options: Options, target: Target, *, seconds: int, tag: st
     return {name: int(value) for name, value in (item.split("=", 1) for item in line.split()[1:])}
 
 
-def measure(wrk: str, options: Options, target: Target, api_key: str) -> Result:
+def measure(wrk: str, options: Options, target: Target, api_key: str, *, round_index: int) -> Result:
     print(f"  {target.name}: starting gunicorn on port {target.port}", flush=True)
+    first_key = round_index * options.keys_per_round
     with serving(target) as server:
         smoke_check(target, api_key)
         wait_for_quiet_cpus(target)
         # Warm-up: every worker thread imports lazily, opens its database connection and its broker connection.
         if options.warmup_seconds > 0:
-            run_wrk(wrk, options, target, seconds=options.warmup_seconds, tag=_tag(f"{target.name}-warm"))
+            warm_tag = _tag(f"{target.name}-warm")
+            run_wrk(wrk, options, target, seconds=options.warmup_seconds, tag=warm_tag, first_key=first_key)
         time.sleep(1)  # lets the warm-up's last requests land before the jobs are counted
         print(f"  {target.name}: measuring {options.seconds} s", flush=True)
         jobs_before = count_jobs(options.database_url)
         before = snapshot(server_group=server.pid, helper_pids=helper_pids(options))
-        stats = run_wrk(wrk, options, target, seconds=options.seconds, tag=_tag(f"{target.name}-run"))
+        run_tag = _tag(f"{target.name}-run")
+        stats = run_wrk(wrk, options, target, seconds=options.seconds, tag=run_tag, first_key=first_key)
         cpu = cpu_use_between(before, snapshot(server_group=server.pid, helper_pids=helper_pids(options)))
     # Counted after gunicorn stopped, so requests still in flight when wrk stopped have landed.
     jobs_stored = count_jobs(options.database_url) - jobs_before
@@ -423,7 +442,7 @@ def print_header(options: Options) -> None:
     print(
         f"NotifyHub accept path: POST {ACCEPT_PATH}\n"
         f"  load: wrk -t{options.wrk_threads} -c{options.connections}, {options.seconds} s measured after "
-        f"{options.warmup_seconds} s warm-up, {options.key_count} Startup keys\n"
+        f"{options.warmup_seconds} s warm-up, {options.rounds} rounds, {options.key_count} Startup keys\n"
         f"  servers: gunicorn.conf.py, {gunicorn_shape()}, access log off, "
         f"one server at a time\n",
         flush=True,
@@ -434,35 +453,69 @@ def _percent(share: float | None) -> str:
     return "n/a" if share is None else f"{share:.0%}"
 
 
-def print_report(app: Result, floor: Result, options: Options) -> None:
+ROW_HEADER = (
+    f"{'round':<7}{'target':<8}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'requests':>10}"
+    f"{'jobs stored':>13}{'cpu ms/req':>12}{'other load':>12}"
+)
+
+
+def _print_row(label: str, row: Result) -> None:
     print(
-        f"{'target':<8}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'requests':>10}{'jobs stored':>13}"
-        f"{'cpu ms/req':>12}{'other load':>12}"
+        f"{label:<7}{row.target:<8}{row.rps:>10.1f}{row.p50_ms:>9.1f}{row.p99_ms:>9.1f}{row.errors:>8}"
+        f"{row.requests:>10}{row.jobs_stored:>13}{row.server_cpu_ms:>12.2f}{_percent(row.others_share):>12}"
     )
-    for row in (app, floor):
-        print(
-            f"{row.target:<8}{row.rps:>10.1f}{row.p50_ms:>9.1f}{row.p99_ms:>9.1f}{row.errors:>8}"
-            f"{row.requests:>10}{row.jobs_stored:>13}{row.server_cpu_ms:>12.2f}{_percent(row.others_share):>12}"
-        )
-    share = app.rps / floor.rps if floor.rps else 0.0
-    errors = app.errors + floor.errors
+
+
+def _print_median_row(rows: list[Result]) -> None:
+    """Medians of the rates, latencies and CPU; totals of the counts; the busiest round's other load."""
+    shares = [row.others_share for row in rows if row.others_share is not None]
+    print(
+        f"{'median':<7}{rows[0].target:<8}{median(row.rps for row in rows):>10.1f}"
+        f"{median(row.p50_ms for row in rows):>9.1f}{median(row.p99_ms for row in rows):>9.1f}"
+        f"{sum(row.errors for row in rows):>8}{sum(row.requests for row in rows):>10}"
+        f"{sum(row.jobs_stored for row in rows):>13}{median(row.server_cpu_ms for row in rows):>12.2f}"
+        f"{_percent(max(shares) if shares else None):>12}"
+    )
+
+
+def print_report(rounds: list[tuple[Result, Result]], options: Options) -> None:
+    """One row per server and round, the medians, then the verdicts on the medians.
+
+    Each round's ratio compares an app run with the floor run right after it, so a slow spell
+    of the machine that spans both cancels out; the verdict takes the median of those ratios.
+    """
+    print(ROW_HEADER)
+    for number, (app, floor) in enumerate(rounds, start=1):
+        _print_row(str(number), app)
+        _print_row(str(number), floor)
+    apps, floors = [app for app, _ in rounds], [floor for _, floor in rounds]
+    if len(rounds) > 1:
+        _print_median_row(apps)
+        _print_median_row(floors)
+    ratios = [app.rps / floor.rps if floor.rps else 0.0 for app, floor in rounds]
+    share = median(ratios)
+    p99 = median(app.p99_ms for app in apps)
+    errors = sum(row.errors for row in apps + floors)
     print()
     _print_verdict("app/floor req/s", f"{share:.1%}", f">= {MIN_FLOOR_SHARE:.0%}", share >= MIN_FLOOR_SHARE)
-    _print_verdict("app p99", f"{app.p99_ms:.1f} ms", f"< {MAX_P99_MS:.0f} ms", app.p99_ms < MAX_P99_MS)
+    if len(rounds) > 1:
+        print(f"  per round: {', '.join(f'{ratio:.1%}' for ratio in ratios)} (the verdict takes the median)")
+    _print_verdict("app p99", f"{p99:.1f} ms", f"< {MAX_P99_MS:.0f} ms", p99 < MAX_P99_MS)
     _print_verdict("errors", str(errors), "0", errors == 0)
-    if floor.server_cpu_ms:
-        cost = app.server_cpu_ms / floor.server_cpu_ms
+    floor_cpu = median(floor.server_cpu_ms for floor in floors)
+    if floor_cpu:
+        cost = median(app.server_cpu_ms for app in apps) / floor_cpu
         print(f"  gunicorn CPU per request: app {cost:.1f}x the floor's (not a target; explains the req/s ratio)")
-    for row in (app, floor):
+    for row in apps + floors:
         if row.errors:
             print(f"  {row.target}: {row.non_202} responses other than 202, {row.socket_errors} socket errors/timeouts")
-    if app.rps > options.max_rps:
+    if max(app.rps for app in apps) > options.max_rps:
         print(f"  note: app ran above --max-rps {options.max_rps}; raise it so keys stay under the rate limit")
-    for row in (app, floor):
+    for row in apps + floors:
         if (row.others_share or 0) > BUSY_WARNING:
             print(
-                f"  note: other processes used {row.others_share:.0%} of the CPUs during the {row.target} run, "
-                "so its req/s are low and the ratio is off; re-run on a quiet machine"
+                f"  note: other processes used {row.others_share:.0%} of the CPUs during a {row.target} run, "
+                "so its req/s are low and that round's ratio is off; re-run on a quiet machine"
             )
 
 
@@ -481,14 +534,23 @@ def run(options: Options) -> None:
     print(f"  preparing: database {_database_name(options.database_url)}, {options.key_count} accounts", flush=True)
     prepare(options)
     api_key = KEYS_FILE.read_text().split()[0]
+    app = Target("app", "notifyhub.settings", options.app_port)
+    floor = Target("floor", "bench.floor_settings", options.floor_port)
+    rounds = []
     try:
-        app = measure(wrk, options, Target("app", "notifyhub.settings", options.app_port), api_key)
-        floor = measure(wrk, options, Target("floor", "bench.floor_settings", options.floor_port), api_key)
+        for index in range(options.rounds):
+            print(f"  round {index + 1} of {options.rounds}", flush=True)
+            rounds.append(
+                (
+                    measure(wrk, options, app, api_key, round_index=index),
+                    measure(wrk, options, floor, api_key, round_index=index),
+                )
+            )
     finally:
         # No worker runs during the bench: drop the queued Celery messages (and rate-limit state) it left.
         flush_redis(options.redis_url)
     print()
-    print_report(app, floor, options)
+    print_report(rounds, options)
 
 
 def main() -> int:

@@ -106,11 +106,12 @@ class Options:
     throughput: bool
     floor: bool
     latency: bool
+    rounds: int
 
     @property
     def account_count(self) -> int:
         api_requests = self.rate * min(60.0, self.warmup_seconds + self.seconds) if self.latency else 0
-        direct_jobs = (self.jobs + 200) * len(self.configs) if self.throughput else 0
+        direct_jobs = (self.jobs + 200) * len(self.configs) * self.rounds if self.throughput else 0
         return max(MIN_ACCOUNTS, math.ceil(api_requests / REQUESTS_PER_KEY), math.ceil(direct_jobs / JOBS_PER_ACCOUNT))
 
 
@@ -164,9 +165,17 @@ def parse_options(argv: list[str]) -> Options:
     parser.add_argument("--no-throughput", dest="throughput", action="store_false", help="skip the 5,000-job runs")
     parser.add_argument("--no-floor", dest="floor", action="store_false", help="skip the floor runs")
     parser.add_argument("--no-latency", dest="latency", action="store_false", help="skip the latency phase")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=int(_env("BENCH_DELIVERY_ROUNDS", "3")),
+        help="throughput runs per configuration, app then floor each time; the verdict takes the median ratio",
+    )
     args = parser.parse_args(argv)
     if not args.configs:
         parser.error("give at least one worker configuration")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     return Options(**{name: (tuple(value) if name == "configs" else value) for name, value in vars(args).items()})
 
 
@@ -452,7 +461,7 @@ def check_signatures(dump: Dump, secrets: list[str]) -> tuple[int, int]:
     return good, len(dump.samples)
 
 
-def throughput(ctx: Context, target: str, config: WorkerConfig) -> Throughput:
+def throughput(ctx: Context, target: str, config: WorkerConfig, *, round_number: int) -> Throughput:
     ctx.log(f"{target} worker {config.label}: starting, warming up")
     with worker(ctx, target, config) as group:
         warm_missing = warm_up(ctx, target, config, group)
@@ -471,6 +480,7 @@ def throughput(ctx: Context, target: str, config: WorkerConfig) -> Throughput:
     result = Throughput(
         target=target,
         config=config,
+        round_number=round_number,
         jobs=len(ids),
         arrived=len(first),
         duplicates=dump.duplicates(ids),
@@ -583,7 +593,7 @@ def print_header(options: Options) -> None:
         "  (all its processes, so other clients count too) / of the receiver;\n"
         "  busy: machine CPU share over the run; before: the same in the idle second before it;\n"
         "  sig: sampled deliveries with the right body and a valid signature; db ok: jobs completed in the database;\n"
-        "  db con: PostgreSQL connections opened during the run\n",
+        "  db con: PostgreSQL connections opened during the run; #: the round (app, then floor, each round)\n",
         flush=True,
     )
 
@@ -634,9 +644,10 @@ def run(options: Options) -> None:
             ctx.log(f"seeding {options.account_count} Startup accounts")
             ctx.accounts = seed_accounts(options.account_count)
             for config in options.configs if options.throughput else ():
-                rows.append(throughput(ctx, "app", config))
-                if options.floor:
-                    rows.append(throughput(ctx, "floor", config))
+                for number in range(1, options.rounds + 1):
+                    rows.append(throughput(ctx, "app", config, round_number=number))
+                    if options.floor:
+                        rows.append(throughput(ctx, "floor", config, round_number=number))
             if options.latency:
                 latency_result = latency(ctx, options.configs[0])
             receiver.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from statistics import median
 
 # The issue's targets.
 MIN_FLOOR_SHARE = 0.60
@@ -48,6 +49,7 @@ class Throughput:
 
     target: str  # app | floor
     config: WorkerConfig
+    round_number: int  # app and floor runs of one round follow each other
     jobs: int
     arrived: int
     duplicates: int
@@ -116,7 +118,7 @@ def _throughput_row(row: Throughput) -> str:
     db = "" if row.db_completed is None else f"{row.db_completed:>6}"
     connections = "" if row.db_connections is None else f"{row.db_connections:>6}"
     return (
-        f"{row.config.label:<18}{row.target:<7}{row.rate:>9.1f}{row.seconds:>8.2f}{row.jobs:>7}{row.arrived:>8}"
+        f"{row.config.label:<18}{row.target:<6}{row.round_number:>2}{row.rate:>9.1f}{row.seconds:>8.2f}{row.jobs:>7}{row.arrived:>8}"
         f"{row.duplicates:>5}{row.missing:>8}{row.per_delivery_ms(row.worker_cpu):>8.2f}"
         f"{row.per_delivery_ms(row.postgres_cpu):>7.2f}{row.per_delivery_ms(row.receiver_cpu):>7.2f}{row.busy:>6.0%}{row.busy_before:>7.0%}"
         f"{row.signatures[0]:>4}/{row.signatures[1]:<3}{db:>7}{connections:>7}"
@@ -125,24 +127,36 @@ def _throughput_row(row: Throughput) -> str:
 
 def print_throughput(rows: list[Throughput]) -> None:
     print(
-        f"{'worker':<18}{'target':<7}{'deliv/s':>9}{'wall s':>8}{'jobs':>7}{'arrived':>8}{'dup':>5}{'missing':>8}"
-        f"{'wkr ms':>8}{'pg ms':>7}{'rcv ms':>7}{'busy':>6}{'before':>7}{'sig':>8}{'db ok':>7}{'db con':>7}"
+        f"{'worker':<18}{'target':<6}{'#':>2}{'deliv/s':>9}{'wall s':>8}{'jobs':>7}{'arrived':>8}{'dup':>5}"
+        f"{'missing':>8}{'wkr ms':>8}{'pg ms':>7}{'rcv ms':>7}{'busy':>6}{'before':>7}{'sig':>8}"
+        f"{'db ok':>7}{'db con':>7}"
     )
     for row in rows:
         print(_throughput_row(row))
     print()
-    floors = {row.config: row for row in rows if row.target == "floor"}
-    for row in rows:
-        floor = floors.get(row.config)
-        if row.target != "app" or floor is None:
-            continue
-        share = row.rate / floor.rate if floor.rate else 0.0
-        complete = row.missing == 0 and floor.missing == 0
-        print(
-            f"app/floor deliveries/s ({row.config.label}): {share:6.1%}   target >= {MIN_FLOOR_SHARE:.0%}   "
-            f"{_verdict(share >= MIN_FLOOR_SHARE)};  every job arrived: {_verdict(complete)} "
-            f"(duplicates {row.duplicates + floor.duplicates})"
-        )
+    for config in dict.fromkeys(row.config for row in rows):
+        _print_ratio(config, [row for row in rows if row.config == config])
+
+
+def _print_ratio(config: WorkerConfig, rows: list[Throughput]) -> None:
+    """The median over rounds of app/floor, each app run against the floor run of its round.
+
+    Pairing runs that follow each other cancels a slow spell of the machine that spans both.
+    """
+    floors = {row.round_number: row for row in rows if row.target == "floor"}
+    pairs = [(row, floors[row.round_number]) for row in rows if row.target == "app" and row.round_number in floors]
+    if not pairs:
+        return
+    ratios = [app.rate / floor.rate if floor.rate else 0.0 for app, floor in pairs]
+    share = median(ratios)
+    complete = all(row.missing == 0 for row in rows)
+    duplicates = sum(row.duplicates for row in rows)
+    print(
+        f"app/floor deliveries/s ({config.label}): {share:6.1%}   target >= {MIN_FLOOR_SHARE:.0%}   "
+        f"{_verdict(share >= MIN_FLOOR_SHARE)};  every job arrived: {_verdict(complete)} (duplicates {duplicates})"
+    )
+    if len(ratios) > 1:
+        print(f"  per round: {', '.join(f'{ratio:.1%}' for ratio in ratios)} (the verdict takes the median)")
 
 
 def print_latency(result: Latency) -> None:

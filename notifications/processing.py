@@ -68,8 +68,10 @@ def job_claim(*, job_id: UUID) -> Job | None:
         JobStatus.PROCESSING,
         sql.db_value(Job, "locked_until", now + CLAIM_TOLERANCE),
     ]
-    # raw() turns the returned row into a Job with the fields' own conversions.
-    return next(iter(Job.objects.raw(_claim_sql(), params)), None)
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_sql(), params)
+        row = cursor.fetchone()
+    return sql.from_row(Job, row) if row else None
 
 
 @cache
@@ -154,22 +156,27 @@ def _write_attempt(job: Job, *, changes: dict[str, Any], log: DeliveryLog) -> bo
                 return False
             log.save(force_insert=True)
             return True
-    set_sql, set_params = sql.set_clause(Job, changes)
     lease_params = [
         sql.db_value(Job, "id", job.id),
         JobStatus.PROCESSING,
         sql.db_value(Job, "locked_until", job.locked_until),
     ]
-    statement = f"""
+    params = [*sql.set_values(Job, changes), *lease_params, *sql.insert_values(log)]
+    with connection.cursor() as cursor:
+        cursor.execute(_write_attempt_sql(tuple(changes)), params)
+        return cursor.rowcount == 1
+
+
+@cache
+def _write_attempt_sql(changed_fields: tuple[str, ...]) -> str:
+    return f"""
         WITH still_ours AS (
-            UPDATE {sql.table(Job)} SET {set_sql} WHERE id = %s AND status = %s AND locked_until = %s RETURNING 1
+            UPDATE {sql.table(Job)} SET {sql.set_clause(Job, changed_fields)}
+            WHERE id = %s AND status = %s AND locked_until = %s RETURNING 1
         )
         INSERT INTO {sql.table(DeliveryLog)} ({sql.columns(DeliveryLog)})
         SELECT {sql.placeholders(DeliveryLog)} FROM still_ours
     """
-    with connection.cursor() as cursor:
-        cursor.execute(statement, [*set_params, *lease_params, *sql.insert_values(log)])
-        return cursor.rowcount == 1
 
 
 def jobs_sweep(*, batch_size: int = 1000) -> int:

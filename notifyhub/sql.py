@@ -7,9 +7,15 @@ INSERT or UPDATE with the values prepared exactly as the ORM would prepare them.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any, TypeVar
 
 from django.db import connection, models
+from django.db.models.expressions import Col
+
+ModelT = TypeVar("ModelT", bound=models.Model)
+Converter = Callable[[Any, Any, Any], Any]
 
 
 def quote(name: str) -> str:
@@ -43,10 +49,42 @@ def db_value(model: type[models.Model], field_name: str, value: Any) -> Any:
     return _field(model, field_name).get_db_prep_value(value, connection)
 
 
-def set_clause(model: type[models.Model], changes: dict[str, Any]) -> tuple[str, list[Any]]:
-    """``col = %s, ...`` for the named fields, and their prepared values."""
-    clause = ", ".join(f"{quote(_field(model, name).column)} = %s" for name in changes)
-    return clause, [db_value(model, name, value) for name, value in changes.items()]
+@cache
+def set_clause(model: type[models.Model], field_names: tuple[str, ...]) -> str:
+    """``col = %s, ...`` for the named fields; `set_values` gives the values in the same order."""
+    return ", ".join(f"{quote(_field(model, name).column)} = %s" for name in field_names)
+
+
+def set_values(model: type[models.Model], changes: dict[str, Any]) -> list[Any]:
+    return [db_value(model, name, value) for name, value in changes.items()]
+
+
+def from_row(model: type[ModelT], row: Sequence[Any]) -> ModelT:
+    """The instance a row of `columns(model)` stands for, its values converted as a query's would be."""
+    values = [
+        _convert(value, converters, column) for value, (converters, column) in zip(row, _converters(model), strict=True)
+    ]
+    return model.from_db(connection.alias, _attnames(model), values)
+
+
+@cache
+def _attnames(model: type[models.Model]) -> tuple[str, ...]:
+    return tuple(field.attname for field in model._meta.concrete_fields)
+
+
+def _convert(value: Any, converters: list[Converter], column: Col) -> Any:
+    for converter in converters:
+        value = converter(value, column, connection)
+    return value
+
+
+@cache
+def _converters(model: type[models.Model]) -> list[tuple[list[Converter], Col]]:
+    """Per column, what the ORM applies to a fetched value: the backend's converters, then the field's."""
+    columns = [field.get_col(model._meta.db_table) for field in model._meta.concrete_fields]
+    return [
+        (connection.ops.get_db_converters(column) + column.get_db_converters(connection), column) for column in columns
+    ]
 
 
 def _field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
