@@ -7,7 +7,7 @@ bench/README.md explains what is measured and how to read the result.
 
 Knobs (environment, or the matching --option): BENCH_SECONDS, BENCH_WARMUP_SECONDS,
 BENCH_CONNECTIONS, BENCH_WRK_THREADS, BENCH_MAX_RPS, BENCH_DATABASE_URL, BENCH_REDIS_URL,
-BENCH_APP_PORT, BENCH_FLOOR_PORT. WEB_CONCURRENCY reaches gunicorn.conf.py.
+BENCH_APP_PORT, BENCH_FLOOR_PORT, BENCH_ROUNDS. WEB_CONCURRENCY reaches gunicorn.conf.py.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ import math
 import os
 import runpy
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,17 +29,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
-from types import FrameType
 from typing import Any
-from urllib.parse import urlsplit
 
 import psycopg
-import redis
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 
 # Run as a script (`python bench/accept.py`): the repository root is not on the path yet.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import (
+    BenchError,
+    bench_main,
+    database_name,
+    flush_redis,
+    port_open,
+    redis_client,
+    reset_database,
+    stop_group,
+    wait_until_listening,
+)
 from bench.proc_cpu import busy_share, cpu_use_between, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,10 +66,6 @@ REQUESTS_PER_KEY = 150
 # less than this share of its CPUs busy; the report warns when other work took more than it during a run.
 BUSY_WARNING = 0.10
 QUIET_WAIT_SECONDS = 60
-
-
-class BenchError(Exception):
-    """The benchmark itself could not run (as opposed to a result that misses its target)."""
 
 
 @dataclass(frozen=True)
@@ -173,38 +173,6 @@ def parse_options(argv: list[str]) -> Options:
 # --- Services: a fresh database and an empty Redis DB of the bench's own -------------------
 
 
-def _database_name(database_url: str) -> str:
-    name = conninfo_to_dict(database_url).get("dbname", "")
-    # The database is dropped on every run: refuse anything not obviously the bench's.
-    if "bench" not in str(name):
-        raise BenchError(f"refusing to recreate database {name!r}: its name must contain 'bench'")
-    return str(name)
-
-
-def reset_database(database_url: str) -> None:
-    name = _database_name(database_url)
-    try:
-        with psycopg.connect(database_url, dbname="postgres", autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    except psycopg.OperationalError as exc:
-        raise BenchError(f"cannot reach PostgreSQL at {database_url}: {exc}") from exc
-
-
-def redis_client(redis_url: str) -> redis.Redis:
-    # The DB is flushed at start and end: never let that be DB 0, where everything else lives by default.
-    if urlsplit(redis_url).path.strip("/") in ("", "0"):
-        raise BenchError(f"refusing to flush {redis_url}: give the bench a Redis DB of its own, e.g. /14")
-    return redis.Redis.from_url(redis_url)
-
-
-def flush_redis(redis_url: str) -> None:
-    try:
-        redis_client(redis_url).flushdb()
-    except redis.RedisError as exc:
-        raise BenchError(f"cannot reach Redis at {redis_url}: {exc}") from exc
-
-
 def count_jobs(database_url: str) -> int:
     with psycopg.connect(database_url) as conn:
         row = conn.execute("SELECT count(*) FROM notifications_job").fetchone()
@@ -265,39 +233,10 @@ def gunicorn_shape() -> str:
     return f"{shape} x {config['threads']} threads" if "threads" in config else shape
 
 
-def _port_open(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-        return True
-    return False
-
-
-def _wait_until_listening(process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise BenchError(f"gunicorn exited with status {process.returncode}; see {log_path}")
-        if _port_open(port):
-            return
-        time.sleep(0.2)
-    raise BenchError(f"gunicorn did not listen on port {port} within 60 s; see {log_path}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stops gunicorn's whole process group: master and workers, even if the master is stuck or gone."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=15)
-    # Whatever is left of the group (a stuck master, or workers that outlived it).
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 @contextlib.contextmanager
 def serving(target: Target) -> Iterator[subprocess.Popen[bytes]]:
     """Runs gunicorn for ``target`` the way production does (gunicorn.conf.py), stopping it on exit."""
-    if _port_open(target.port):
+    if port_open(target.port):
         raise BenchError(f"port {target.port} is already in use; pick another with BENCH_{target.name.upper()}_PORT")
     log_path = VAR_DIR / f"gunicorn-{target.name}.log"
     env = {
@@ -317,10 +256,10 @@ def serving(target: Target) -> Iterator[subprocess.Popen[bytes]]:
             start_new_session=True,
         )
         try:
-            _wait_until_listening(process, target.port, log_path)
+            wait_until_listening(process, target.port, "gunicorn", log_path)
             yield process
         finally:
-            _stop(process)
+            stop_group(process)
 
 
 def _tag(prefix: str) -> str:
@@ -522,16 +461,11 @@ def print_report(rounds: list[tuple[Result, Result]], options: Options) -> None:
 # --- Main ------------------------------------------------------------------------------
 
 
-def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # Turns `kill` into an exception so the finally blocks stop gunicorn and clean Redis.
-    raise SystemExit(128 + signum)
-
-
 def run(options: Options) -> None:
     wrk = require_wrk()
     export_environment(options)
     print_header(options)
-    print(f"  preparing: database {_database_name(options.database_url)}, {options.key_count} accounts", flush=True)
+    print(f"  preparing: database {database_name(options.database_url)}, {options.key_count} accounts", flush=True)
     prepare(options)
     api_key = KEYS_FILE.read_text().split()[0]
     app = Target("app", "notifyhub.settings", options.app_port)
@@ -555,16 +489,7 @@ def run(options: Options) -> None:
 
 def main() -> int:
     options = parse_options(sys.argv[1:])
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    try:
-        run(options)
-    except BenchError as exc:
-        print(f"bench: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("bench: interrupted", file=sys.stderr)
-        return 130
-    return 0
+    return bench_main(lambda: run(options))
 
 
 if __name__ == "__main__":

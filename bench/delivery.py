@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import math
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -32,22 +31,21 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
-from urllib.parse import urlsplit
-
-import psycopg
-import redis
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # `python bench/delivery.py` puts bench/, not the project, on the path
 
+from bench.common import (  # noqa: E402
+    BenchError,
+    bench_main,
+    flush_redis,
+    reset_database,
+    wait_until_listening,
+)
 from bench.delivery_load import Plan, paced_load  # noqa: E402
 from bench.delivery_procs import (  # noqa: E402
-    BenchError,
     Group,
     Groups,
     TlsFiles,
@@ -57,7 +55,6 @@ from bench.delivery_procs import (  # noqa: E402
     require_free_port,
     running,
     self_cpu_seconds,
-    wait_until_listening,
 )
 from bench.delivery_receiver import Dump, ReceiverClient  # noqa: E402
 from bench.delivery_report import (  # noqa: E402
@@ -180,29 +177,6 @@ def parse_options(argv: list[str]) -> Options:
 
 
 # --- Services: a fresh database, an empty Redis DB, migrations, accounts ------------------------
-
-
-def reset_database(database_url: str) -> None:
-    name = str(conninfo_to_dict(database_url).get("dbname", ""))
-    # The database is dropped on every run: refuse anything not obviously the bench's.
-    if "bench" not in name:
-        raise BenchError(f"refusing to recreate database {name!r}: its name must contain 'bench'")
-    try:
-        with psycopg.connect(database_url, dbname="postgres", autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    except psycopg.OperationalError as error:
-        raise BenchError(f"cannot reach PostgreSQL at {database_url}: {error}") from error
-
-
-def flush_redis(redis_url: str) -> None:
-    # Flushed at start and end: never let that be DB 0, where everything else lives by default.
-    if urlsplit(redis_url).path.strip("/") in ("", "0"):
-        raise BenchError(f"refusing to flush {redis_url}: give the bench a Redis DB of its own, e.g. /13")
-    try:
-        redis.Redis.from_url(redis_url).flushdb()
-    except redis.RedisError as error:
-        raise BenchError(f"cannot reach Redis at {redis_url}: {error}") from error
 
 
 def bench_environment(options: Options, tls: TlsFiles, floor_secret: str) -> dict[str, str]:
@@ -665,23 +639,9 @@ def run(options: Options) -> None:
         print_latency(latency_result)
 
 
-def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # Turns `kill` into an exception so the finally blocks stop every process group.
-    raise SystemExit(128 + signum)
-
-
 def main() -> int:
     options = parse_options(sys.argv[1:])
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    try:
-        run(options)
-    except BenchError as error:
-        print(f"bench: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("bench: interrupted", file=sys.stderr)
-        return 130
-    return 0
+    return bench_main(lambda: run(options))
 
 
 if __name__ == "__main__":

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -19,11 +17,9 @@ from pathlib import Path
 import certifi
 import trustme
 
+from bench.common import BenchError, port_open, stop_group
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-class BenchError(Exception):
-    """The benchmark itself could not run (as opposed to a result that misses its target)."""
 
 
 @dataclass(frozen=True)
@@ -53,42 +49,9 @@ def make_tls_files(directory: Path) -> TlsFiles:
     return files
 
 
-def port_open(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-        return True
-    return False
-
-
 def require_free_port(port: int, what: str) -> None:
     if port_open(port):
         raise BenchError(f"port {port} for the {what} is already in use; pick another (see --help)")
-
-
-def wait_until_listening(process: subprocess.Popen[bytes], port: int, name: str, log_path: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise BenchError(f"{name} exited with status {process.returncode}; see {log_path}")
-        if port_open(port):
-            return
-        time.sleep(0.1)
-    raise BenchError(f"{name} did not listen on port {port} within 60 s; see {log_path}")
-
-
-def stop_group(process: subprocess.Popen[bytes], *, grace: float = 15.0) -> None:
-    """Stops the process's whole group: a Celery or gunicorn master and its children, even if the master is stuck."""
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    # Children of a master that exited first (prefork, gunicorn workers) may still be in the group.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 @contextlib.contextmanager

@@ -27,8 +27,9 @@ import trustme
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.delivery import flush_redis, migrate, reset_database  # noqa: E402
-from bench.delivery_procs import BenchError, running  # noqa: E402
+from bench.common import BenchError, bench_main, flush_redis, reset_database  # noqa: E402
+from bench.delivery import migrate  # noqa: E402
+from bench.delivery_procs import running  # noqa: E402
 
 DATABASE_URL = os.environ.get("BENCH_EMAIL_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/notifyhub_bench_email")
 REDIS_URL = os.environ.get("BENCH_EMAIL_REDIS_URL", "redis://127.0.0.1:6379/12")
@@ -57,6 +58,10 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def main() -> int:
+    return bench_main(run)
+
+
+def run() -> None:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     ca = trustme.CA()
     ca_path = VAR_DIR / "ca.pem"
@@ -67,15 +72,12 @@ def main() -> int:
         flush_redis(REDIS_URL)
         migrate(env)
         os.environ.update(env)
-        return measure(env, ca)
-    except BenchError as error:
-        print(f"bench failed: {error}", file=sys.stderr)
-        return 1
+        measure(env, ca)
     finally:
         flush_redis(REDIS_URL)
 
 
-def measure(env: dict[str, str], ca: trustme.CA) -> int:
+def measure(env: dict[str, str], ca: trustme.CA) -> None:
     import django
 
     django.setup()
@@ -97,7 +99,7 @@ def measure(env: dict[str, str], ca: trustme.CA) -> int:
             for _ in range(JOBS):
                 for name, send in senders.items():
                     results[name].append(complete(send))
-    return report(results)
+    report(results)
 
 
 def prepare_account(webhook_url: str) -> dict[str, Callable[[], str]]:
@@ -146,7 +148,7 @@ def complete(send: Callable[[], str]) -> tuple[float, float, float]:
     raise BenchError(f"job {job_id} did not complete within 30 s")
 
 
-def report(results: dict[str, list[tuple[float, float, float]]]) -> int:
+def report(results: dict[str, list[tuple[float, float, float]]]) -> None:
     print(f"\n{JOBS} jobs of each type, one at a time, worker {' '.join(WORKER)}; milliseconds\n")
     print(f"{'path':<8} {'p50':>7} {'p90':>7} {'max':>7}   {'pickup p50':>10} {'attempt p50':>11}")
     medians = {}
@@ -160,7 +162,6 @@ def report(results: dict[str, list[tuple[float, float, float]]]) -> int:
     ratio = medians["email"] / medians["webhook"]
     verdict = "PASS" if ratio <= 2 else "FAIL"
     print(f"\nemail p50 / webhook p50 = {ratio:.2f}  (target <= 2.00)  {verdict}")
-    return 0
 
 
 if __name__ == "__main__":
