@@ -44,6 +44,9 @@ class Job(models.Model):
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=MAX_ATTEMPTS)
+    # Times a worker took the job. More than attempts + 1 at a claim means workers died holding
+    # the job: the attempt itself may be what kills them, so it is not retried for ever.
+    claims = models.PositiveSmallIntegerField(default=0)
     error_message = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -34,6 +34,9 @@ DELIVERERS: dict[str, Callable[..., AttemptOutcome]] = {
 # A retry task may run a moment before its due time by the database's clock.
 CLAIM_TOLERANCE = timedelta(seconds=1)
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
+# A job whose attempt was under way when a worker died this often fails instead of trying again:
+# the job itself may be what kills the worker (a crash in a library, memory running out).
+WORKER_DEATHS_ALLOWED = 3
 
 
 def _seconds(name: str) -> timedelta:
@@ -45,8 +48,19 @@ def job_process(*, job_id: UUID) -> None:
     job = job_claim(job_id=job_id)
     if job is None:
         return
-    outcome = _attempt(job, attempt=job.attempts + 1)
+    if _worker_deaths(job) >= WORKER_DEATHS_ALLOWED:
+        # Nothing records a worker's death: the claims it left behind are what tells.
+        message = f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt"
+        logger.error("Job %s: %s", job.id, message)
+        outcome = AttemptOutcome.failure(message, retryable=False)
+    else:
+        outcome = _attempt(job, attempt=job.attempts + 1)
     job_record_attempt(job=job, outcome=outcome)
+
+
+def _worker_deaths(job: Job) -> int:
+    """Earlier claims of the current attempt that never recorded it (this claim is the last one)."""
+    return job.claims - job.attempts - 1
 
 
 def job_claim(*, job_id: UUID) -> Job | None:
@@ -79,7 +93,7 @@ def _claim_sql() -> str:
     return f"""
         UPDATE {sql.table(Job)}
         SET status = %s, started_at = COALESCE(started_at, %s), locked_until = %s, next_attempt_at = NULL,
-            requeue_at = %s
+            requeue_at = %s, claims = claims + 1
         WHERE id = %s AND (status = %s OR (status = %s AND locked_until <= %s))
         RETURNING {sql.columns(Job)}
     """

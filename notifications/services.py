@@ -186,6 +186,7 @@ def job_retry(*, account: Account, job_id: str) -> Job:
         requeued = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).update(
             status=JobStatus.PENDING,
             attempts=0,
+            claims=0,
             error_message=None,
             completed_at=None,
             next_attempt_at=None,

@@ -167,3 +167,62 @@ def test_an_attempt_whose_lease_was_lost_is_not_recorded(free: Client, caplog: A
     assert (stored.status, stored.attempts, stored.error_message) == ("processing", 0, None)
     assert not DeliveryLog.objects.filter(job=job).exists()
     assert "lease lost" in caplog.text
+
+
+def _worker_dies_holding(job: Job) -> None:
+    """A worker claims the job and dies mid-attempt: nothing is recorded, and its lease runs out."""
+    assert job_claim(job_id=job.id) is not None
+    Job.objects.filter(id=job.id).update(locked_until=timezone.now() - timedelta(seconds=5))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_attempt_that_killed_three_workers_fails_without_a_fourth_try(
+    free: Client, receiver: Receiver, delivery_settings: Any
+) -> None:
+    job = lost_job(free, receiver)
+    for _ in range(3):
+        _worker_dies_holding(job)
+
+    job_process(job_id=job.id)
+
+    assert receiver.arrivals == []
+    stored = Job.objects.get(id=job.id)
+    message = "Stopped: a worker died 3 times during this attempt"
+    assert (stored.status, stored.attempts, stored.claims, stored.error_message) == ("failed", 1, 4, message)
+    assert stored.locked_until is None
+    assert stored.requeue_at is None  # the sweeper leaves it alone
+    log = DeliveryLog.objects.get(job=job)
+    assert (log.attempt, log.status, log.error_message, log.response_status) == (1, "failed", message, None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_whose_worker_died_twice_is_still_delivered(
+    free: Client, receiver: Receiver, delivery_settings: Any
+) -> None:
+    job = lost_job(free, receiver)
+    for _ in range(2):
+        _worker_dies_holding(job)
+
+    job_process(job_id=job.id)
+
+    assert len(receiver.arrivals) == 1
+    stored = Job.objects.get(id=job.id)
+    assert (stored.status, stored.attempts, stored.claims) == ("completed", 1, 3)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_attempt_gets_its_own_allowance_of_worker_deaths(
+    free: Client, receiver: Receiver, delivery_settings: Any
+) -> None:
+    receiver.script("/hook", Reply(status=503))
+    job = lost_job(free, receiver)
+    job_process(job_id=job.id)  # attempt 1: 503, a retry is due
+    Job.objects.filter(id=job.id).update(locked_until=timezone.now() - timedelta(seconds=5))
+    for _ in range(2):
+        _worker_dies_holding(job)
+
+    job_process(job_id=job.id)  # attempt 2, after two deaths of its own
+
+    stored = Job.objects.get(id=job.id)
+    assert (stored.status, stored.attempts, stored.claims) == ("completed", 2, 4)
+    assert len(receiver.arrivals) == 2
