@@ -41,9 +41,9 @@ TAKE_QUOTA_UNIT = """
 # accepted job pays.
 INSERT_JOB = """
     INSERT INTO notifications_job
-        (id, account_id, type, status, priority, payload, idempotency_key, attempts, max_attempts,
+        (id, account_id, type, status, priority, payload, idempotency_key, attempts, max_attempts, claims,
          created_at, requeue_at)
-    VALUES (%s, %s, 'webhook', 'pending', 5, %s, %s, 0, 3, %s, %s)
+    VALUES (%s, %s, 'webhook', 'pending', 5, %s, %s, 0, 3, 0, %s, %s)
 """
 
 
