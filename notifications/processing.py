@@ -8,7 +8,7 @@ sweeper re-sends tasks the broker lost.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from accounts.selectors import signing_secret_column, signing_secret_decrypt
 from notifications.delivery.email import deliver_email
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
@@ -27,10 +28,6 @@ from notifyhub import sql
 
 logger = logging.getLogger(__name__)
 
-DELIVERERS: dict[str, Callable[..., AttemptOutcome]] = {
-    JobType.WEBHOOK: deliver_webhook,
-    JobType.EMAIL: deliver_email,
-}
 # A retry task may run a moment before its due time by the database's clock.
 CLAIM_TOLERANCE = timedelta(seconds=1)
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
@@ -43,18 +40,27 @@ def _seconds(name: str) -> timedelta:
     return timedelta(seconds=getattr(settings, name))
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A job taken for one attempt, with what its delivery needs from its account."""
+
+    job: Job
+    encrypted_signing_secret: str | None
+
+
 def job_process(*, job_id: UUID) -> None:
     """Runs one attempt of the job if this worker can claim it; otherwise does nothing."""
-    job = job_claim(job_id=job_id)
-    if job is None:
+    claim = job_claim(job_id=job_id)
+    if claim is None:
         return
+    job = claim.job
     if _worker_deaths(job) >= WORKER_DEATHS_ALLOWED:
         # Nothing records a worker's death: the claims it left behind are what tells.
         message = f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt"
         logger.error("Job %s: %s", job.id, message)
         outcome = AttemptOutcome.failure(message, retryable=False)
     else:
-        outcome = _attempt(job, attempt=job.attempts + 1)
+        outcome = _attempt(claim, attempt=job.attempts + 1)
     job_record_attempt(job=job, outcome=outcome)
 
 
@@ -63,11 +69,12 @@ def _worker_deaths(job: Job) -> int:
     return job.claims - job.attempts - 1
 
 
-def job_claim(*, job_id: UUID) -> Job | None:
+def job_claim(*, job_id: UUID) -> Claim | None:
     """Takes the job for one attempt: pending, or processing with its lock expired.
 
-    One statement that claims the row and returns it: every delivery starts here, and the
-    ORM's UPDATE then SELECT cost a fifth of a delivery's CPU (bench/README.md).
+    One statement claims the row and returns it with the account's signing secret: every
+    delivery starts here, and each round trip to the database cost a webhook delivery about
+    a fifth of its CPU (bench/README.md).
     """
     now = timezone.now()
     lease_until = now + _seconds("JOB_LEASE_SECONDS")
@@ -85,7 +92,10 @@ def job_claim(*, job_id: UUID) -> Job | None:
     with connection.cursor() as cursor:
         cursor.execute(_claim_sql(), params)
         row = cursor.fetchone()
-    return sql.from_row(Job, row) if row else None
+    if row is None:
+        return None
+    *job_columns, encrypted_signing_secret = row
+    return Claim(job=sql.from_row(Job, job_columns), encrypted_signing_secret=encrypted_signing_secret)
 
 
 @cache
@@ -95,13 +105,17 @@ def _claim_sql() -> str:
         SET status = %s, started_at = COALESCE(started_at, %s), locked_until = %s, next_attempt_at = NULL,
             requeue_at = %s, claims = claims + 1
         WHERE id = %s AND (status = %s OR (status = %s AND locked_until <= %s))
-        RETURNING {sql.columns(Job)}
+        RETURNING {sql.columns(Job)}, {signing_secret_column(account_id_sql=f"{sql.table(Job)}.account_id")}
     """
 
 
-def _attempt(job: Job, *, attempt: int) -> AttemptOutcome:
+def _attempt(claim: Claim, *, attempt: int) -> AttemptOutcome:
+    job = claim.job
     try:
-        return DELIVERERS[job.type](job, attempt=attempt)
+        if job.type == JobType.WEBHOOK:
+            secret = signing_secret_decrypt(claim.encrypted_signing_secret)
+            return deliver_webhook(job, attempt=attempt, signing_secret=secret)
+        return deliver_email(job, attempt=attempt)
     except Exception:
         # A bug must not leave the job stuck or show a stack trace to the client.
         logger.exception("Delivery of job %s crashed", job.id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -12,6 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from accounts.selectors import signing_secret_decrypt
+from accounts.services import signing_secret_generate
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.models import DeliveryLog, Job, JobStatus, JobType
 from notifications.processing import job_claim, job_process, job_record_attempt, jobs_sweep
@@ -98,12 +101,13 @@ def test_a_claim_takes_the_job_in_one_statement_and_returns_it_as_stored(free: C
     )
 
     with CaptureQueriesContext(connection) as queries:
-        claimed = job_claim(job_id=job.id)
+        claim = job_claim(job_id=job.id)
     again = job_claim(job_id=job.id)
 
     assert len(queries) == 1
-    assert claimed is not None
+    assert claim is not None
     assert again is None  # the lease holds the second claim off
+    claimed = claim.job
     assert (claimed.id, claimed.account_id, claimed.status) == (job.id, free.account.id, JobStatus.PROCESSING)
     assert list(claimed.payload["payload"]) == ["z", "a"]
     assert claimed.payload["method"] == "PUT"
@@ -111,17 +115,31 @@ def test_a_claim_takes_the_job_in_one_statement_and_returns_it_as_stored(free: C
     assert claimed.started_at.tzinfo is not None
     assert claimed.locked_until == Job.objects.get(id=job.id).locked_until
     assert claimed.requeue_at == claimed.locked_until
+    assert claim.encrypted_signing_secret is None  # this account has none
+
+
+def test_a_claim_brings_the_signing_secret_of_the_jobs_own_account(make_client: Callable[..., Client]) -> None:
+    owner, other = make_client(), make_client()
+    signing_secret_generate(account=other.account)
+    owner_secret = signing_secret_generate(account=owner.account)
+    job = Job.objects.create(account=owner.account, type=JobType.WEBHOOK, payload={})
+
+    claim = job_claim(job_id=job.id)
+
+    assert claim is not None
+    assert signing_secret_decrypt(claim.encrypted_signing_secret) == owner_secret
 
 
 def test_a_job_whose_lease_ran_out_can_be_claimed_again(free: Client) -> None:
     job = Job.objects.create(account=free.account, type=JobType.WEBHOOK, payload={})
-    first = job_claim(job_id=job.id)
+    first_claim = job_claim(job_id=job.id)
     Job.objects.filter(id=job.id).update(locked_until=timezone.now() - timedelta(seconds=5))
 
-    second = job_claim(job_id=job.id)
+    second_claim = job_claim(job_id=job.id)
 
-    assert first is not None
-    assert second is not None
+    assert first_claim is not None
+    assert second_claim is not None
+    first, second = first_claim.job, second_claim.job
     assert second.started_at == first.started_at  # the first attempt's start is kept
     assert second.locked_until is not None
     assert second.locked_until > timezone.now()  # a fresh lease
@@ -129,9 +147,9 @@ def test_a_job_whose_lease_ran_out_can_be_claimed_again(free: Client) -> None:
 
 def _claimed(client: Client) -> Job:
     job = Job.objects.create(account=client.account, type=JobType.WEBHOOK, payload={})
-    claimed = job_claim(job_id=job.id)
-    assert claimed is not None
-    return claimed
+    claim = job_claim(job_id=job.id)
+    assert claim is not None
+    return claim.job
 
 
 @pytest.mark.django_db(transaction=True)
