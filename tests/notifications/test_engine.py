@@ -193,23 +193,26 @@ def _worker_dies_holding(job: Job) -> None:
     Job.objects.filter(id=job.id).update(locked_until=timezone.now() - timedelta(seconds=5))
 
 
+def _processed_after_worker_deaths(client: Client, receiver: Receiver, deaths: int) -> Job:
+    job = lost_job(client, receiver)
+    for _ in range(deaths):
+        _worker_dies_holding(job)
+    job_process(job_id=job.id)
+    return Job.objects.get(id=job.id)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_attempt_that_killed_three_workers_fails_without_a_fourth_try(
     free: Client, receiver: Receiver, delivery_settings: Any
 ) -> None:
-    job = lost_job(free, receiver)
-    for _ in range(3):
-        _worker_dies_holding(job)
-
-    job_process(job_id=job.id)
+    stored = _processed_after_worker_deaths(free, receiver, deaths=3)
 
     assert receiver.arrivals == []
-    stored = Job.objects.get(id=job.id)
     message = "Stopped: a worker died 3 times during this attempt"
     assert (stored.status, stored.attempts, stored.claims, stored.error_message) == ("failed", 1, 4, message)
     assert stored.locked_until is None
     assert stored.requeue_at is None  # the sweeper leaves it alone
-    log = DeliveryLog.objects.get(job=job)
+    log = DeliveryLog.objects.get(job=stored)
     assert (log.attempt, log.status, log.error_message, log.response_status) == (1, "failed", message, None)
 
 
@@ -217,14 +220,9 @@ def test_an_attempt_that_killed_three_workers_fails_without_a_fourth_try(
 def test_a_job_whose_worker_died_twice_is_still_delivered(
     free: Client, receiver: Receiver, delivery_settings: Any
 ) -> None:
-    job = lost_job(free, receiver)
-    for _ in range(2):
-        _worker_dies_holding(job)
-
-    job_process(job_id=job.id)
+    stored = _processed_after_worker_deaths(free, receiver, deaths=2)
 
     assert len(receiver.arrivals) == 1
-    stored = Job.objects.get(id=job.id)
     assert (stored.status, stored.attempts, stored.claims) == ("completed", 1, 3)
 
 
