@@ -39,10 +39,9 @@ def account_get_by_email(*, email: str) -> Account | None:
 def signing_secret_column(*, account_id_sql: str) -> str:
     """SQL for the encrypted signing secret of the account whose id ``account_id_sql`` gives, or NULL.
 
-    Qualify ``account_id_sql`` with its table: a bare ``account_id`` would name the secret's own column.
-
     For statements that want the secret in their own round trip (a delivery's claim);
-    `signing_secret_decrypt` turns what it returns into the secret.
+    `signing_secret_decrypt` turns what it returns into the secret. Qualify ``account_id_sql``
+    with its table: a bare ``account_id`` would name the secret's own column.
     """
     table = SigningSecret._meta.db_table
     return f"(SELECT {table}.encrypted_secret FROM {table} WHERE {table}.account_id = {account_id_sql})"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import date
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -46,20 +47,24 @@ TAKE_UNIT_SQL = f"""
 """
 
 
-def take_unit_statement(*, account: Account) -> tuple[str, list[Any]]:
-    """The conditional UPDATE that takes one unit of the account's quota this period, with its parameters.
+def current_period(account: Account) -> tuple[date, date]:
+    """The account's billing cycle today: its first day and the day its quota resets."""
+    return billing_period(anchor=account.plan_started_on, today=timezone.now().date())
+
+
+def take_unit_statement(*, account: Account, period_start: date) -> tuple[str, list[Any]]:
+    """The conditional UPDATE that takes one unit of the account's quota for the period, with its parameters.
 
     The check and the increment are one statement: the row lock it takes serialises
     concurrent sends of one account until their transaction ends. It changes nothing when
     the period's row is missing or full; `usage_consume` tells those apart. Written out
     because every counted send runs it: the ORM's compile cost more than the query.
     """
-    start, _ = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
-    return TAKE_UNIT_SQL, [account.pk, start, account.limits.monthly_quota]
+    return TAKE_UNIT_SQL, [account.pk, period_start, account.limits.monthly_quota]
 
 
-def _take_unit(*, account: Account) -> bool:
-    sql, params = take_unit_statement(account=account)
+def _take_unit(*, account: Account, period_start: date) -> bool:
+    sql, params = take_unit_statement(account=account, period_start=period_start)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount == 1
@@ -70,11 +75,11 @@ def usage_consume(*, account: Account) -> None:
 
     Call inside the transaction that creates the job, so a rejected job spends nothing.
     """
-    if _take_unit(account=account):
+    start, resets_on = current_period(account)
+    if _take_unit(account=account, period_start=start):
         return
-    start, resets_on = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
     UsagePeriod.objects.get_or_create(account=account, period_start=start)
-    if _take_unit(account=account):
+    if _take_unit(account=account, period_start=start):
         return
     used = UsagePeriod.objects.get(account=account, period_start=start).used
     limit = account.limits.monthly_quota

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import configured_providers
-from accounts.services import take_unit_statement, usage_consume
+from accounts.services import current_period, take_unit_statement, usage_consume
 from domains.selectors import sender_for
 from notifications.models import Job, JobStatus, JobType
 from notifications.queue import job_enqueue
@@ -22,6 +22,10 @@ from notifyhub.api.errors import ApiError
 DUPLICATE_MESSAGE = "Duplicate request detected"
 NO_PROVIDER_MESSAGE = "No email provider configured. Add at least one provider API key."
 NOT_RETRYABLE_MESSAGE = "Job not found or cannot be retried (must be in failed status)"
+
+
+def provider_not_configured_message(provider: str) -> str:
+    return f"Provider {provider} is not configured for this customer"
 
 
 def _requeue_time() -> datetime:
@@ -47,7 +51,7 @@ def _check_paid_plan_email(*, account: Account, sender: str | None, provider: st
     if not configured:
         raise ApiError(403, NO_PROVIDER_MESSAGE)
     if provider is not None and provider not in configured:
-        raise ApiError(400, f"Provider {provider} is not configured for this customer")
+        raise ApiError(400, provider_not_configured_message(provider))
     if fallback is not None and fallback not in configured:
         raise ApiError(400, f"Fallback provider {fallback} is not configured for this customer")
     sender_for(account=account, requested=sender)
@@ -158,7 +162,8 @@ def _insert_taking_unit(job: Job) -> bool:
     """
     if connection.vendor != "postgresql":
         return False
-    take_unit_sql, take_unit_params = take_unit_statement(account=job.account)
+    period_start, _ = current_period(job.account)
+    take_unit_sql, take_unit_params = take_unit_statement(account=job.account, period_start=period_start)
     # In a caller's transaction a duplicate must only undo this statement: a savepoint.
     with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
         cursor.execute(_insert_taking_unit_sql(take_unit_sql), [*take_unit_params, *sql.insert_values(job)])

@@ -81,10 +81,8 @@ def _convert(value: Any, converters: list[Converter], column: Col) -> Any:
 @cache
 def _converters(model: type[models.Model]) -> list[tuple[list[Converter], Col]]:
     """Per column, what the ORM applies to a fetched value: the backend's converters, then the field's."""
-    columns = [field.get_col(model._meta.db_table) for field in model._meta.concrete_fields]
-    return [
-        (connection.ops.get_db_converters(column) + column.get_db_converters(connection), column) for column in columns
-    ]
+    cols = [field.get_col(model._meta.db_table) for field in model._meta.concrete_fields]
+    return [(connection.ops.get_db_converters(col) + col.get_db_converters(connection), col) for col in cols]
 
 
 def _field(model: type[models.Model], name: str) -> models.Field[Any, Any]:

@@ -16,7 +16,7 @@ from accounts.selectors import provider_credentials
 from domains.selectors import sender_for
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.models import Job
-from notifications.services import NO_PROVIDER_MESSAGE, platform_sender
+from notifications.services import NO_PROVIDER_MESSAGE, platform_sender, provider_not_configured_message
 from notifyhub.api.errors import ApiError
 from providers.base import Credentials, OutgoingEmail, build_message
 from providers.failover import Route, send_with_failover
@@ -78,7 +78,7 @@ def _account_routes(job: Job) -> list[Route]:
         return [Route(get_provider(name), key) for name, key in credentials.items()]
     forced = [job.provider, *([job.fallback] if job.fallback else [])]
     if job.provider not in credentials:
-        raise NotDeliverable(f"Provider {job.provider} is not configured for this customer")
+        raise NotDeliverable(provider_not_configured_message(job.provider))
     return [Route(get_provider(name), credentials[name]) for name in forced if name in credentials]
 
 

@@ -34,8 +34,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         api_key = api_key_find(raw_key=raw_key)
         if api_key is None:
             raise ApiError(401, "Invalid API key")
-        if not api_key.account.is_usable:
-            raise ApiError(403, "Account is inactive")
+        require_usable(api_key.account)
         # Key-only endpoints never read the user: load it only if something does.
         user = SimpleLazyObject(lambda: get_user_model().objects.get(pk=api_key.account.user_id))
         return user, api_key
@@ -60,6 +59,11 @@ def request_account(request: Request) -> Account:
     account = Account.objects.filter(user_id=cast(int, request.user.pk)).first()
     if account is None:
         raise ApiError(403, "This user has no NotifyHub account")
+    require_usable(account)
+    return account
+
+
+def require_usable(account: Account) -> None:
+    """Inactive and soft-deleted accounts get a 403, however they authenticate (DESIGN.md)."""
     if not account.is_usable:
         raise ApiError(403, "Account is inactive")
-    return account
