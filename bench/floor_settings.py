@@ -11,3 +11,4 @@ from notifyhub.settings import *  # noqa: F403
 ROOT_URLCONF = "bench.floor_urls"
 # Middleware is framework work, not accept-path work: the floor goes without it.
 MIDDLEWARE = []
+API_KEY_MIDDLEWARE: list[str] = []

@@ -4,6 +4,7 @@ import math
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -15,6 +16,7 @@ from notifications.selectors import job_get, job_list
 from notifications.serializers import JobAcceptedSerializer, JobDetailSerializer, JobPageSerializer, job_accepted
 from notifications.services import email_job_create, job_retry, webhook_job_create
 from notifyhub.api.auth import request_account
+from notifyhub.api.envelope import success_response
 from notifyhub.api.errors import ApiError
 from notifyhub.api.fields import (
     EmailAddressField,
@@ -58,11 +60,11 @@ class SendView(ApiKeyView):
     def create_job(self, account: Account, data: dict[str, Any]) -> Job:
         raise NotImplementedError
 
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         job = self.create_job(request_account(request), serializer.validated_data)
-        return Response(job_accepted(job), status=202)
+        return success_response(job_accepted(job), status=202)
 
 
 class SendEmailView(SendView):
@@ -92,7 +94,7 @@ class SendEmailView(SendView):
             return attrs
 
     @extend_schema(summary="Queue an email", request=InputSerializer, responses={202: JobAcceptedSerializer})
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         return super().post(request)
 
     def create_job(self, account: Account, data: dict[str, Any]) -> Job:
@@ -124,7 +126,7 @@ class SendWebhookView(SendView):
             return url
 
     @extend_schema(summary="Queue a webhook delivery", request=InputSerializer, responses={202: JobAcceptedSerializer})
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         return super().post(request)
 
     def create_job(self, account: Account, data: dict[str, Any]) -> Job:

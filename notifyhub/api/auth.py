@@ -12,13 +12,12 @@ from rest_framework.request import Request
 from accounts.models import Account, ApiKey
 from accounts.selectors import api_key_find
 from notifyhub.api.errors import ApiError
+from notifyhub.api.headers import header_api_key
 
 
 def presented_api_key(request: Request) -> str | None:
     """The key from ``X-API-Key`` or ``Authorization: Bearer``; both at once is a 400."""
-    header_key = request.META.get("HTTP_X_API_KEY", "").strip()
-    scheme, _, token = request.META.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
-    bearer_key = token.strip() if scheme.lower() == "bearer" else ""
+    header_key, bearer_key = header_api_key(request.META)
     if header_key and bearer_key:
         raise ApiError(400, "Send the API key in one header only")
     return header_key or bearer_key or None

@@ -29,7 +29,20 @@ def error_body(message: str) -> dict[str, Any]:
 
 def error_response(status: int, message: str) -> JsonResponse:
     """An envelope error for code paths outside DRF (Django's error handlers)."""
-    return JsonResponse(error_body(message), status=status, json_dumps_params={"separators": (",", ":")})
+    return _envelope_response(error_body(message), status)
+
+
+def success_response(data: Any, status: int = 200) -> JsonResponse:
+    """An envelope success rendered at once, for the send endpoints.
+
+    A DRF Response is rendered later through content negotiation, a renderer context and
+    template-response rendering: more work than the four fields of a 202 it wraps.
+    """
+    return _envelope_response(success_body(data), status)
+
+
+def _envelope_response(body: dict[str, Any], status: int) -> JsonResponse:
+    return JsonResponse(body, status=status, json_dumps_params={"separators": (",", ":")})
 
 
 class EnvelopeRenderer(JSONRenderer):

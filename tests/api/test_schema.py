@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from rest_framework.test import APIClient
+from tests.clients import APIClient
 
 
 def test_the_openapi_document_describes_the_api(db: None) -> None:
