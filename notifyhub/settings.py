@@ -102,9 +102,25 @@ if _database["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-else:
+elif _database["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend, with a health check that polls the socket instead of sending SELECT 1.
+    _database["ENGINE"] = "notifyhub.postgresql"
     _database["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60)
     _database["CONN_HEALTH_CHECKS"] = True
+    # Parameters travel apart from the SQL, and a statement run five times on one connection is
+    # prepared once: the server stops parsing and planning the accept path's statements, which
+    # took a third off its CPU per request (bench/README.md). A pooler in transaction mode needs
+    # prepared statement support (PgBouncer 1.21+, max_prepared_statements) or
+    # DATABASE_PREPARED_STATEMENTS=false.
+    _database["OPTIONS"] = {
+        **_database.get("OPTIONS", {}),
+        "server_side_binding": True,
+        "prepare_threshold": 5 if env_bool("DATABASE_PREPARED_STATEMENTS", True) else None,
+    }
+else:
+    # The scheme alone: the rest of the URL may hold a password.
+    _scheme = DATABASE_URL.partition(":")[0]
+    raise ImproperlyConfigured(f"DATABASE_URL must be a sqlite:// or postgres:// URL, got {_scheme}://...")
 DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
