@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 
 from accounts.crypto import decrypt
 from accounts.keys import api_key_digest, is_well_formed
@@ -26,8 +26,8 @@ def api_key_find(*, raw_key: str) -> ApiKey | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    account = Account.from_db(connection.alias, ACCOUNT_COLUMNS, row[1:])
-    api_key = ApiKey.from_db(connection.alias, ["id", "account_id"], [row[0], account.pk])
+    account = Account.from_db(DEFAULT_DB_ALIAS, ACCOUNT_COLUMNS, row[1:])
+    api_key = ApiKey.from_db(DEFAULT_DB_ALIAS, ["id", "account_id"], [row[0], account.pk])
     api_key.account = account
     return api_key
 

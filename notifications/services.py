@@ -6,7 +6,7 @@ from functools import cache, partial
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Account
@@ -160,12 +160,13 @@ def _insert_taking_unit(job: Job) -> bool:
     missing or full (`_job_create` then takes the general path, which creates the row or
     answers 409 before 403) or because the database cannot update inside a WITH (SQLite).
     """
-    if connection.vendor != "postgresql":
+    db = sql.default_connection()
+    if db.vendor != "postgresql":
         return False
     period_start, _ = current_period(job.account)
     take_unit_sql, take_unit_params = take_unit_statement(account=job.account, period_start=period_start)
     # In a caller's transaction a duplicate must only undo this statement: a savepoint.
-    with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
+    with transaction.atomic() if db.in_atomic_block else nullcontext(), db.cursor() as cursor:
         cursor.execute(_insert_taking_unit_sql(take_unit_sql), [*take_unit_params, *sql.insert_values(job)])
         return cursor.rowcount == 1
 

@@ -19,6 +19,15 @@ ModelT = TypeVar("ModelT", bound=models.Model)
 Converter = Callable[[Any, Any, Any], Any]
 
 
+def default_connection() -> BaseDatabaseWrapper:
+    """The default connection itself, not ``connection``, the proxy that looks it up on every read.
+
+    Preparing a row's values reads the connection a few times per field; through the proxy that
+    was 2% of the accept path's CPU (bench/README.md).
+    """
+    return connections[DEFAULT_DB_ALIAS]
+
+
 def quote(name: str) -> str:
     return connection.ops.quote_name(name)
 
@@ -39,15 +48,13 @@ def placeholders(model: type[models.Model]) -> str:
 
 def insert_values(instance: models.Model) -> list[Any]:
     """The instance's values in `columns` order, as a save() would send them."""
-    database = _database()
-    return [
-        field.get_db_prep_save(field.pre_save(instance, add=True), database) for field in instance._meta.concrete_fields
-    ]
+    db = default_connection()
+    return [field.get_db_prep_save(field.pre_save(instance, add=True), db) for field in instance._meta.concrete_fields]
 
 
 def db_value(model: type[models.Model], field_name: str, value: Any) -> Any:
     """``value`` prepared for the database as the model's field prepares it."""
-    return _field(model, field_name).get_db_prep_value(value, _database())
+    return _field(model, field_name).get_db_prep_value(value, default_connection())
 
 
 @cache
@@ -57,18 +64,18 @@ def set_clause(model: type[models.Model], field_names: tuple[str, ...]) -> str:
 
 
 def set_values(model: type[models.Model], changes: dict[str, Any]) -> list[Any]:
-    database = _database()
-    return [_field(model, name).get_db_prep_value(value, database) for name, value in changes.items()]
+    db = default_connection()
+    return [_field(model, name).get_db_prep_value(value, db) for name, value in changes.items()]
 
 
 def from_row(model: type[ModelT], row: Sequence[Any]) -> ModelT:
     """The instance a row of `columns(model)` stands for, its values converted as a query's would be."""
-    database = _database()
+    db = default_connection()
     values = [
-        _convert(value, converters, column, database)
+        _convert(value, converters, column, db)
         for value, (converters, column) in zip(row, _converters(model), strict=True)
     ]
-    return model.from_db(database.alias, _attnames(model), values)
+    return model.from_db(db.alias, _attnames(model), values)
 
 
 @cache
@@ -76,9 +83,9 @@ def _attnames(model: type[models.Model]) -> tuple[str, ...]:
     return tuple(field.attname for field in model._meta.concrete_fields)
 
 
-def _convert(value: Any, converters: list[Converter], column: Col, database: BaseDatabaseWrapper) -> Any:
+def _convert(value: Any, converters: list[Converter], column: Col, db: BaseDatabaseWrapper) -> Any:
     for converter in converters:
-        value = converter(value, column, database)
+        value = converter(value, column, db)
     return value
 
 
@@ -87,15 +94,6 @@ def _converters(model: type[models.Model]) -> list[tuple[list[Converter], Col]]:
     """Per column, what the ORM applies to a fetched value: the backend's converters, then the field's."""
     cols = [field.get_col(model._meta.db_table) for field in model._meta.concrete_fields]
     return [(connection.ops.get_db_converters(col) + col.get_db_converters(connection), col) for col in cols]
-
-
-def _database() -> BaseDatabaseWrapper:
-    """The default connection itself, not ``connection``, the proxy that looks it up on every read.
-
-    Preparing a row's values reads the connection a few times per field; through the proxy that
-    was 2% of the accept path's CPU (bench/README.md).
-    """
-    return connections[DEFAULT_DB_ALIAS]
 
 
 def _field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
