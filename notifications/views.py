@@ -141,18 +141,22 @@ class SendWebhookView(SendView):
         )
 
 
+def _job_detail(request: Request, job_id: str) -> Response:
+    """One of the caller's jobs in full; another account's job is 404 like a missing one."""
+    job = job_get(account=request_account(request), job_id=job_id)
+    return Response(JobDetailSerializer(job).data)
+
+
 class JobDetailView(ApiKeyView):
     @extend_schema(summary="Get job status", responses={200: JobDetailSerializer})
     def get(self, request: Request, job_id: str) -> Response:
-        job = job_get(account=request_account(request), job_id=job_id)
-        return Response(JobDetailSerializer(job).data)
+        return _job_detail(request, job_id)
 
 
 class UserJobDetailView(AccountHolderView):
     @extend_schema(summary="Get one of your jobs (dashboard session or API key)", responses={200: JobDetailSerializer})
     def get(self, request: Request, job_id: str) -> Response:
-        job = job_get(account=request_account(request), job_id=job_id)
-        return Response(JobDetailSerializer(job).data)
+        return _job_detail(request, job_id)
 
 
 class JobListView(ApiKeyView):
