@@ -209,3 +209,8 @@ class EmailProvider:
 
     def domain_verify(self, domain_id: str, credentials: Credentials) -> Verification:
         raise NotImplementedError
+
+
+def top_level_message(body: Any, key: str) -> str | None:
+    """``body[key]`` as text, for providers that put an error's message at the top of its body (Postmark, Resend)."""
+    return str(body[key]) if isinstance(body, dict) and body.get(key) else None

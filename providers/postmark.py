@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification
+from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification, top_level_message
 
 MISSING_ACCOUNT_TOKEN = "No account token configured; Postmark needs it for domain operations"
 
@@ -20,7 +20,7 @@ class Postmark(EmailProvider):
     domains_path = "domains"
 
     def error_detail(self, body: Any) -> str | None:
-        return str(body["Message"]) if isinstance(body, dict) and body.get("Message") else None
+        return top_level_message(body, "Message")
 
     def auth_headers(self, credentials: Credentials) -> dict[str, str]:
         # Postmark refuses the server token on account-level endpoints such as /domains.

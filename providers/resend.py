@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification
+from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification, top_level_message
 
 # Resend lists inbound-mail records too; NotifyHub only sends.
 SENDING_RECORDS = {"SPF", "DKIM", "DMARC"}
@@ -17,7 +17,7 @@ class Resend(EmailProvider):
     domains_path = "domains"
 
     def error_detail(self, body: Any) -> str | None:
-        return str(body["message"]) if isinstance(body, dict) and body.get("message") else None
+        return top_level_message(body, "message")
 
     def create_body(self, name: str) -> dict[str, Any]:
         return {"name": name}
