@@ -13,7 +13,7 @@ from accounts.billing import billing_period, us_date
 from accounts.crypto import encrypt
 from accounts.keys import api_key_digest, generate_api_key
 from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
-from notifyhub.api.errors import ApiError
+from core.errors import QuotaExceeded
 
 
 @transaction.atomic
@@ -71,7 +71,7 @@ def _take_unit(*, account: Account, period_start: date) -> bool:
 
 
 def usage_consume(*, account: Account) -> None:
-    """Counts one notification against the monthly quota, or raises the spec's 403.
+    """Counts one notification against the monthly quota, or raises QuotaExceeded.
 
     Call inside the transaction that creates the job, so a rejected job spends nothing.
     """
@@ -83,9 +83,8 @@ def usage_consume(*, account: Account) -> None:
         return
     used = UsagePeriod.objects.get(account=account, period_start=start).used
     limit = account.limits.monthly_quota
-    raise ApiError(
-        403,
-        f"Monthly usage limit exceeded ({used}/{limit}). Upgrade your plan or wait for reset on {us_date(resets_on)}.",
+    raise QuotaExceeded(
+        f"Monthly usage limit exceeded ({used}/{limit}). Upgrade your plan or wait for reset on {us_date(resets_on)}."
     )
 
 

@@ -9,20 +9,39 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import provider_credentials
-from domains.models import DomainRegistration, DomainStatus, SenderDomain
+from core.errors import Conflict, InvalidRequest, NotPermitted, SenderNotAllowed, SendingNotReady, UpstreamFailed
+from domains.models import SENDING_SUBDOMAIN, DomainRegistration, DomainStatus, SenderDomain
 from domains.selectors import domain_get, domain_require
-from notifyhub.api.errors import ApiError
 from providers.base import Credentials, ProviderError
 from providers.registry import get_provider
 
 logger = logging.getLogger(__name__)
 
 NO_PROVIDER_MESSAGE = "Add at least one provider API key before adding a sending domain."
+NO_DOMAIN_MESSAGE = "Paid plans must use a verified sending domain. Please add and verify your domain in Settings."
+PENDING_DOMAIN_MESSAGE = "Your sending domain is pending verification. Please complete domain verification in Settings."
+
+
+def sender_address(*, account: Account, requested: str | None) -> str:
+    """The address a paid account's email goes out from (docs/rules.md, "Senders")."""
+    domain = SenderDomain.objects.filter(account=account).first()
+    if domain is None:
+        raise SendingNotReady(NO_DOMAIN_MESSAGE)
+    if domain.status != DomainStatus.VERIFIED:
+        raise SendingNotReady(PENDING_DOMAIN_MESSAGE)
+    if requested is None:
+        return f"noreply@{domain.sending_name}"
+    local, _, host = requested.rpartition("@")
+    if host.lower() == domain.name:
+        return f"{local}@{SENDING_SUBDOMAIN}.{domain.name}"
+    if host.lower() == domain.sending_name:
+        return requested
+    raise SenderNotAllowed(f"Cannot send from {requested}. Use your verified domain {domain.name} instead.")
 
 
 def _require_paid(account: Account) -> None:
     if not account.limits.is_paid:
-        raise ApiError(403, "Custom sender domains require a paid plan")
+        raise NotPermitted("Custom sender domains require a paid plan")
 
 
 def _participants(account: Account) -> tuple[dict[str, Credentials], list[dict[str, str]]]:
@@ -52,12 +71,12 @@ def domain_request(*, account: Account, name: str) -> SenderDomain:
     _require_paid(account)
     existing = domain_get(account=account)
     if existing is not None:
-        raise ApiError(409, f"Your account already has the sender domain {existing.name}. Delete it first.")
+        raise Conflict(f"Your account already has the sender domain {existing.name}. Delete it first.")
     if not provider_credentials(account=account):
-        raise ApiError(400, NO_PROVIDER_MESSAGE)
+        raise InvalidRequest(NO_PROVIDER_MESSAGE)
     participants, warnings = _participants(account)
     if not participants:
-        raise ApiError(400, "No provider can register the domain: " + "; ".join(w["reason"] for w in warnings))
+        raise InvalidRequest("No provider can register the domain: " + "; ".join(w["reason"] for w in warnings))
     domain = SenderDomain(account=account, name=name, warnings=warnings)
     registrations = _register_all(participants, domain.sending_name)
     try:
@@ -68,7 +87,7 @@ def domain_request(*, account: Account, name: str) -> SenderDomain:
             DomainRegistration.objects.bulk_create(registrations)
     except IntegrityError:
         # A concurrent request won; it uses the same provider registrations.
-        raise ApiError(409, "Your account already has a sender domain. Delete it first.") from None
+        raise Conflict("Your account already has a sender domain. Delete it first.") from None
     return _refresh_status(domain)
 
 
@@ -79,7 +98,7 @@ def _register_all(participants: dict[str, Credentials], sending_name: str) -> li
             registrations.append(_register(provider, credentials, sending_name))
         except ProviderError as error:
             _unregister(registrations, participants)
-            raise ApiError(502, f"Could not register {sending_name} with {error}") from None
+            raise UpstreamFailed(f"Could not register {sending_name} with {error}") from None
     return registrations
 
 

@@ -7,14 +7,13 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.access import AccountHolderView
+from accounts.authentication import request_account
+from core.api.fields import DomainNameField, IsoDateTimeField
+from core.api.serializers import RequestSerializer
 from domains.models import SenderDomain
 from domains.selectors import domain_require
 from domains.services import domain_delete, domain_request, domain_verify
-from notifications.serializers import IsoDateTimeField
-from notifyhub.api.auth import request_account
-from notifyhub.api.fields import DomainNameField
-from notifyhub.api.serializers import RequestSerializer
-from notifyhub.api.views import AccountHolderView
 
 
 class WarningSerializer(serializers.Serializer):

@@ -19,12 +19,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.selectors import signing_secret_column, signing_secret_decrypt
+from core import sql
 from notifications.delivery.email import deliver_email
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobStatus, JobType
 from notifications.queue import job_enqueue
-from notifyhub import sql
 
 logger = logging.getLogger(__name__)
 

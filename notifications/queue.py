@@ -8,10 +8,9 @@ from functools import cache
 from typing import Any
 from uuid import UUID, uuid4
 
+from celery import current_app as app
 from kombu import Connection, Producer
 from kombu.exceptions import OperationalError
-
-from notifyhub.celery import app
 
 logger = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ import uuid
 from django.db.models import Prefetch
 
 from accounts.models import Account
+from core.errors import NotFound
 from notifications.models import DeliveryLog, Job
-from notifyhub.api.errors import ApiError
 
 SLIM_FIELDS = ["id", "type", "status", "priority", "attempts", "error_message", "created_at", "completed_at"]
 
@@ -19,12 +19,12 @@ def parse_job_id(job_id: str) -> uuid.UUID | None:
 
 
 def job_get(*, account: Account, job_id: str) -> Job:
-    """The caller's job with its delivery logs in attempt order; another account's job is 404 too."""
+    """The caller's job with its delivery logs in attempt order; another account's job is not found either."""
     parsed_id = parse_job_id(job_id)
     logs = Prefetch("delivery_logs", queryset=DeliveryLog.objects.order_by("created_at", "attempt"))
     job = Job.objects.prefetch_related(logs).filter(id=parsed_id, account=account).first() if parsed_id else None
     if job is None:
-        raise ApiError(404, "Job not found")
+        raise NotFound("Job not found")
     return job
 
 

@@ -1,18 +1,12 @@
-"""Job and delivery-log output shapes (spec section 2), camelCase on the wire."""
+"""Job and delivery-log output shapes, camelCase on the wire."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from rest_framework import serializers
 
+from core.api.envelope import iso_utc
+from core.api.fields import IsoDateTimeField
 from notifications.models import Job
-from notifyhub.api.envelope import iso_utc, iso_utc_or_none
-
-
-class IsoDateTimeField(serializers.DateTimeField):
-    def to_representation(self, value: datetime | None) -> str | None:  # type: ignore[override]
-        return iso_utc_or_none(value)
 
 
 class JobAcceptedSerializer(serializers.Serializer):

@@ -12,15 +12,17 @@ from django.utils import timezone
 from accounts.models import Account
 from accounts.selectors import configured_providers
 from accounts.services import current_period, take_unit_statement, usage_consume
-from domains.selectors import sender_for
+from core import sql
+from core.errors import DuplicateRequest, InvalidRequest, NotFound, NotPermitted, SenderNotAllowed, SendingNotReady
+from domains.services import sender_address
 from notifications.models import Job, JobStatus, JobType
 from notifications.queue import job_enqueue
 from notifications.selectors import parse_job_id
-from notifyhub import sql
-from notifyhub.api.errors import ApiError
 
 DUPLICATE_MESSAGE = "Duplicate request detected"
-NO_PROVIDER_MESSAGE = "No email provider configured. Add at least one provider API key."
+NO_PROVIDER_MESSAGE = (
+    "Please add at least one email provider API key (SendGrid, Resend, or Postmark) in Settings before sending emails."
+)
 NOT_RETRYABLE_MESSAGE = "Job not found or cannot be retried (must be in failed status)"
 
 
@@ -39,22 +41,22 @@ def platform_sender() -> str:
 
 def _check_free_plan_email(*, sender: str | None, priority: int | None, provider: str | None) -> None:
     if provider is not None:
-        raise ApiError(403, "Per-message provider routing requires a paid plan")
+        raise NotPermitted("Per-message provider routing requires a paid plan")
     if priority is not None:
-        raise ApiError(403, "Priority requires a paid plan")
+        raise NotPermitted("Priority requires a paid plan")
     if sender is not None and sender.lower() != platform_sender():
-        raise ApiError(400, f"Cannot send from {sender}. Only {platform_sender()} is allowed.")
+        raise SenderNotAllowed(f"Cannot send from {sender}. Only {platform_sender()} is allowed.")
 
 
 def _check_paid_plan_email(*, account: Account, sender: str | None, provider: str | None, fallback: str | None) -> None:
     configured = configured_providers(account=account)
     if not configured:
-        raise ApiError(403, NO_PROVIDER_MESSAGE)
+        raise SendingNotReady(NO_PROVIDER_MESSAGE)
     if provider is not None and provider not in configured:
-        raise ApiError(400, provider_not_configured_message(provider))
+        raise InvalidRequest(provider_not_configured_message(provider))
     if fallback is not None and fallback not in configured:
-        raise ApiError(400, f"Fallback provider {fallback} is not configured for this customer")
-    sender_for(account=account, requested=sender)
+        raise InvalidRequest(f"Fallback provider {fallback} is not configured for this customer")
+    sender_address(account=account, requested=sender)
 
 
 def email_job_create(
@@ -146,7 +148,7 @@ def _job_create(
     except IntegrityError:
         if idempotency_key is None:
             raise
-        raise ApiError(409, DUPLICATE_MESSAGE) from None
+        raise DuplicateRequest(DUPLICATE_MESSAGE) from None
     # Outside a transaction this sends at once; inside a caller's, when it commits.
     transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job
@@ -184,10 +186,10 @@ def job_retry(*, account: Account, job_id: str) -> Job:
     """Puts a failed job back in the queue; its attempts start again, its logs stay."""
     parsed_id = parse_job_id(job_id)
     if parsed_id is None:
-        raise ApiError(404, NOT_RETRYABLE_MESSAGE)
+        raise NotFound(NOT_RETRYABLE_MESSAGE)
     failed = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).only("type").first()
     if failed and failed.type == JobType.EMAIL and account.limits.is_paid and not configured_providers(account=account):
-        raise ApiError(400, NO_PROVIDER_MESSAGE)
+        raise InvalidRequest(NO_PROVIDER_MESSAGE)
     with transaction.atomic():
         requeued = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).update(
             status=JobStatus.PENDING,
@@ -200,7 +202,7 @@ def job_retry(*, account: Account, job_id: str) -> Job:
             requeue_at=_requeue_time(),
         )
         if not requeued:
-            raise ApiError(404, NOT_RETRYABLE_MESSAGE)
+            raise NotFound(NOT_RETRYABLE_MESSAGE)
         job = Job.objects.get(id=parsed_id)
         transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job

@@ -10,15 +10,11 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.access import AccountHolderView, ApiKeyView
+from accounts.authentication import request_account
 from accounts.models import Account
-from notifications.models import Job, JobStatus, JobType, Priority
-from notifications.selectors import job_get, job_list
-from notifications.serializers import JobAcceptedSerializer, JobDetailSerializer, JobPageSerializer, job_accepted
-from notifications.services import email_job_create, job_retry, webhook_job_create
-from notifyhub.api.auth import request_account
-from notifyhub.api.envelope import success_response
-from notifyhub.api.errors import ApiError
-from notifyhub.api.fields import (
+from core.api.envelope import success_response
+from core.api.fields import (
     EmailAddressField,
     HeadersField,
     HttpsUrlField,
@@ -26,10 +22,14 @@ from notifyhub.api.fields import (
     OneOfField,
     PositiveIntegerParamField,
     TextField,
-    is_local_target,
 )
-from notifyhub.api.serializers import RequestSerializer
-from notifyhub.api.views import AccountHolderView, ApiKeyView
+from core.api.serializers import RequestSerializer
+from notifications.delivery.http import is_local_target
+from notifications.delivery.wire import json_bytes
+from notifications.models import Job, JobStatus, JobType, Priority
+from notifications.selectors import job_get, job_list
+from notifications.serializers import JobAcceptedSerializer, JobDetailSerializer, JobPageSerializer, job_accepted
+from notifications.services import email_job_create, job_retry, webhook_job_create
 from providers.names import ProviderName
 
 WEBHOOK_METHODS = ["POST", "PUT", "PATCH", "DELETE"]
@@ -88,9 +88,9 @@ class SendEmailView(SendView):
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
             provider, fallback = attrs.get("provider"), attrs.get("fallback")
             if fallback is not None and provider is None:
-                raise ApiError(400, "fallback requires provider to be set")
+                raise serializers.ValidationError("`fallback` requires `provider` to be set")
             if fallback is not None and fallback == provider:
-                raise ApiError(400, "provider and fallback must be different")
+                raise serializers.ValidationError("`provider` and `fallback` must be different")
             return attrs
 
     @extend_schema(summary="Queue an email", request=InputSerializer, responses={202: JobAcceptedSerializer})
@@ -114,7 +114,7 @@ class SendEmailView(SendView):
 class SendWebhookView(SendView):
     class InputSerializer(RequestSerializer):
         url = HttpsUrlField()
-        payload = JsonObjectField(max_bytes=WEBHOOK_PAYLOAD_MAX_BYTES, size_message="payload must be at most 10kb")
+        payload = JsonObjectField()
         method = OneOfField(choices=WEBHOOK_METHODS, required=False)
         headers = HeadersField(required=False)
         priority = priority_field()
@@ -122,8 +122,13 @@ class SendWebhookView(SendView):
 
         def validate_url(self, url: str) -> str:
             if not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS and is_local_target(url):
-                raise ApiError(400, "url must not point to a local or private network address")
+                raise serializers.ValidationError("url must not point to a local or private network address")
             return url
+
+        def validate_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+            if len(json_bytes(payload)) > WEBHOOK_PAYLOAD_MAX_BYTES:
+                raise serializers.ValidationError("payload must be at most 10kb")
+            return payload
 
     @extend_schema(summary="Queue a webhook delivery", request=InputSerializer, responses={202: JobAcceptedSerializer})
     def post(self, request: Request) -> HttpResponse:

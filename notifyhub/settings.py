@@ -12,7 +12,7 @@ import environ
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
-from notifyhub.envconfig import (
+from core.envconfig import (
     env_bool,
     env_int,
     env_int_list,
@@ -104,7 +104,7 @@ if _database["ENGINE"] == "django.db.backends.sqlite3":
     }
 elif _database["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend, with a health check that polls the socket instead of sending SELECT 1.
-    _database["ENGINE"] = "notifyhub.postgresql"
+    _database["ENGINE"] = "core.postgresql"
     _database["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60)
     _database["CONN_HEALTH_CHECKS"] = True
     # Parameters travel apart from the SQL, and a statement run five times on one connection is
@@ -139,7 +139,7 @@ else:
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object]
 if REDIS_URL:
-    CELERY_BROKER_TRANSPORT = "notifyhub.broker:Transport"
+    CELERY_BROKER_TRANSPORT = "core.broker:Transport"
     # Broker priorities 0 (first) .. 9; notifications.queue maps job priorities onto them.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"queue_order_strategy": "priority", "priority_steps": [0, 5, 9]}
 else:
@@ -194,12 +194,12 @@ WHITENOISE_USE_FINDERS = True
 
 # --- API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["notifyhub.api.envelope.EnvelopeRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["notifyhub.api.parsers.JSONObjectParser"],
+    "DEFAULT_RENDERER_CLASSES": ["core.api.envelope.EnvelopeRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["core.api.parsers.JSONObjectParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_THROTTLE_CLASSES": [],
-    "EXCEPTION_HANDLER": "notifyhub.api.exceptions.envelope_exception_handler",
+    "EXCEPTION_HANDLER": "core.api.exceptions.envelope_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -214,7 +214,7 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "notifyhub.api.schema.wrap_responses_in_envelope",
+        "core.api.schema.wrap_responses_in_envelope",
     ],
 }
 # Largest request body the API parses; bigger ones get 413 before any JSON is read.

@@ -4,9 +4,10 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from accounts.views import PingView
+from core.api.views import api_not_found
 from domains.views import DomainView
 from notifications.views import UserJobDetailView
-from notifyhub.api.views import PingView, api_not_found
 
 urlpatterns = [
     path("api/v1/ping", PingView.as_view(), name="ping"),
@@ -20,5 +21,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
-handler400 = "notifyhub.api.views.handle_bad_request"
-handler500 = "notifyhub.api.views.handle_server_error"
+handler400 = "core.api.views.handle_bad_request"
+handler500 = "core.api.views.handle_server_error"

@@ -4,7 +4,7 @@ import os
 
 import django
 
-from notifyhub.handlers import NotifyHubWSGIApplication
+from core.handlers import NotifyHubWSGIApplication
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "notifyhub.settings")
 # What django.core.wsgi.get_wsgi_application does before it builds its handler.

@@ -16,8 +16,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.utils.html import strip_tags
 
-from notifyhub.http_errors import describe_network_error
-from providers.http import provider_session
+from providers.http import describe_network_error, provider_session
 
 # How the providers answer a create for a domain they already hold.
 ALREADY_EXISTS_STATUSES = {400, 403, 409, 422}

@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpResponseBase
 from rest_framework import test
 
-from notifyhub.handlers import ApiKeyMiddlewareMixin, carries_api_key
+from core.handlers import ApiKeyMiddlewareMixin, carries_api_key
 
 
 class _ApiKeyClientHandler(ApiKeyMiddlewareMixin, test.ForceAuthClientHandler):
@@ -15,7 +15,7 @@ class _ApiKeyClientHandler(ApiKeyMiddlewareMixin, test.ForceAuthClientHandler):
 
 
 class _RoutingClientHandler(test.ForceAuthClientHandler):
-    """Requests that carry an API key take the API key middleware, as in notifyhub.handlers."""
+    """Requests that carry an API key take the API key middleware, as in core.handlers."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

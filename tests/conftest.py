@@ -19,9 +19,9 @@ from django.utils import timezone
 from accounts.models import Account
 from accounts.plans import Plan
 from accounts.services import account_create, provider_key_set
+from accounts.throttle import reset_rate_limits
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
 from notifications.models import Job
-from notifyhub.api.throttle import reset_rate_limits
 from notifyhub.celery import app as celery_app
 from tests.clients import APIClient
 from tests.fakes.receiver import Receiver

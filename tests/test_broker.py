@@ -21,7 +21,7 @@ def test_celery_reads_the_django_celery_settings() -> None:
 
 @pytest.mark.redis
 def test_a_redis_channel_sends_every_command_through_one_client() -> None:
-    assert celery_app.conf.broker_transport == "notifyhub.broker:Transport"
+    assert celery_app.conf.broker_transport == "core.broker:Transport"
     with celery_app.connection_for_write() as connection:
         channel = connection.default_channel
         with channel.conn_or_acquire() as first, channel.conn_or_acquire() as second:

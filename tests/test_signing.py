@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import stripe
 
-from notifyhub.signing import signature_header, verify_signature
+from core.signing import signature_header, verify_signature
 
 SECRET = "whsec_test"
 BODY = b'{"event":"signup"}'

@@ -1,4 +1,4 @@
-"""Delivering an email job (spec sections 1, 3 and 4).
+"""Delivering an email job (docs/rules.md, "Routing").
 
 Free plan: the platform's providers (``PLATFORM_PROVIDERS``) with failover, or Django's email
 backend when none is configured; logs never name a provider. Paid plans: the account's own
@@ -13,27 +13,24 @@ import time
 from django.conf import settings
 
 from accounts.selectors import provider_credentials
-from domains.selectors import sender_for
+from core.errors import DomainError, InvalidRequest, SendingNotReady
+from domains.services import sender_address
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.models import Job
 from notifications.services import NO_PROVIDER_MESSAGE, platform_sender, provider_not_configured_message
-from notifyhub.api.errors import ApiError
 from providers.base import Credentials, OutgoingEmail, build_message
 from providers.failover import Route, send_with_failover
 from providers.registry import get_provider
 
 
-class NotDeliverable(Exception):
-    """The job cannot be sent as it stands (no key, no verified domain): no retry helps."""
-
-
 def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
     paid = job.account.limits.is_paid
     try:
-        sender = _sender(job) if paid else platform_sender()
+        sender = sender_address(account=job.account, requested=job.payload.get("from")) if paid else platform_sender()
         routes = _account_routes(job) if paid else _platform_routes()
-    except NotDeliverable as error:
-        return AttemptOutcome.failure(str(error), retryable=False)
+    except DomainError as error:
+        # The job cannot go out as the account stands (no key, no verified domain): no retry helps.
+        return AttemptOutcome.failure(error.message, retryable=False)
     email = OutgoingEmail(
         job_id=str(job.id),
         sender=sender,
@@ -46,21 +43,14 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
     started = time.monotonic()
     result = send_with_failover(email, routes)
     details = {
-        # Spec section 2: usedProvider is shown to paid plans only.
+        # usedProvider is shown to paid plans only (docs/rules.md, "Routing").
         "used_provider": result.last_tried if paid else None,
         "duration_ms": elapsed_ms(started),
     }
     if result.sent:
         return AttemptOutcome(delivered=True, provider_message_id=result.sent.message_id, **details)  # type: ignore[arg-type]
-    # Spec section 4, routing rules 2 and 3: a forced route that failed is final.
+    # A forced route that failed is final (docs/rules.md, "Routing").
     return AttemptOutcome.failure(result.error_message, retryable=job.provider is None, **details)
-
-
-def _sender(job: Job) -> str:
-    try:
-        return sender_for(account=job.account, requested=job.payload.get("from"))
-    except ApiError as error:
-        raise NotDeliverable(error.message) from None
 
 
 def _platform_routes() -> list[Route]:
@@ -73,12 +63,12 @@ def _platform_routes() -> list[Route]:
 def _account_routes(job: Job) -> list[Route]:
     credentials = provider_credentials(account=job.account)
     if not credentials:
-        raise NotDeliverable(NO_PROVIDER_MESSAGE)
+        raise SendingNotReady(NO_PROVIDER_MESSAGE)
     if job.provider is None:
         return [Route(get_provider(name), key) for name, key in credentials.items()]
     forced = [job.provider, *([job.fallback] if job.fallback else [])]
     if job.provider not in credentials:
-        raise NotDeliverable(provider_not_configured_message(job.provider))
+        raise InvalidRequest(provider_not_configured_message(job.provider))
     return [Route(get_provider(name), credentials[name]) for name in forced if name in credentials]
 
 

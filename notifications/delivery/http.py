@@ -1,4 +1,4 @@
-"""The one HTTP client for customer endpoints (DESIGN.md "Security").
+"""The one HTTP client for customer endpoints, and the address rule it shares with the API.
 
 requests-hardened resolves the host once, refuses private, loopback, link-local, CG-NAT
 and other internal targets (IPv4 and IPv6), and connects to the address it checked, so a
@@ -9,10 +9,12 @@ followed. One pooled session per process and configuration keeps connections ali
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import threading
 from functools import cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import certifi
 import requests
@@ -57,3 +59,21 @@ def _trusted_cas(extra_bundle: str) -> str:
         partial.write_text(contents)
         os.replace(partial, combined)
     return str(combined)
+
+
+def is_local_target(url: str) -> bool:
+    """Whether the URL names localhost or a literal non-public IP address.
+
+    Only what the URL says, checked when a send is accepted: names that resolve to private
+    addresses are refused at delivery, where the resolved address is checked and connected to.
+    """
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    return not address.is_global

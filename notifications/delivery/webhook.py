@@ -1,4 +1,4 @@
-"""Delivering a webhook job (spec section 4, "Outgoing request rules"; section 6 signing)."""
+"""Delivering a webhook job: one signed HTTP request per attempt (docs/delivery-engine.md, "Webhooks")."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from django.conf import settings
 from requests.structures import CaseInsensitiveDict
 from requests_hardened.ip_filter import InvalidIPAddress
 
+from core.signing import signature_header
 from notifications.delivery.http import webhook_session
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
+from notifications.delivery.wire import json_bytes
 from notifications.models import Job
-from notifyhub.api.fields import json_bytes
-from notifyhub.http_errors import describe_network_error
-from notifyhub.signing import signature_header
+from providers.http import describe_network_error
 
 USER_AGENT = "NotifyHub/1.0"
 EXCERPT_BYTES = 1024
@@ -81,7 +81,7 @@ def _classify(status: int, reason: str | None, excerpt: str, *, duration_ms: int
     message = _status_text(status, reason)
     if 300 <= status < 400:
         return AttemptOutcome.failure(f"{message} (redirects are not followed)", retryable=False, **details)
-    # Spec section 8: 4xx is never retried; 5xx is.
+    # 4xx is never retried; 5xx is (docs/rules.md, "Webhooks").
     return AttemptOutcome.failure(message, retryable=status >= 500, **details)
 
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accounts.plans import Plan
-from notifyhub.api.throttle import reset_rate_limits
+from accounts.throttle import reset_rate_limits
 from tests.conftest import Client
 
 json_values = st.recursive(

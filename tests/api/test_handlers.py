@@ -9,8 +9,8 @@ from wsgiref.util import setup_testing_defaults
 
 import pytest
 
+from core.handlers import NotifyHubWSGIApplication
 from notifications.models import Job
-from notifyhub.handlers import NotifyHubWSGIApplication
 from tests.conftest import WEBHOOK, Client
 
 

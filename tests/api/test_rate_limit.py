@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from accounts.plans import Plan
-from notifyhub.api.throttle import api_key_hit
+from accounts.throttle import api_key_hit
 from tests.api.test_envelope import assert_error
 from tests.conftest import Client
 

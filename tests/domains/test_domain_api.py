@@ -159,7 +159,9 @@ def test_a_verified_domain_lets_the_account_send(paid: Client, sendgrid: FakeSen
     with_keys(paid, "SENDGRID")
     request_domain(paid)
     assert_error(
-        paid.send_email(), 403, "Your sending domain example.com is pending verification. Verify it before sending."
+        paid.send_email(),
+        403,
+        "Your sending domain is pending verification. Please complete domain verification in Settings.",
     )
 
     sendgrid.mark_verified("em.example.com")

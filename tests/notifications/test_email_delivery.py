@@ -17,6 +17,10 @@ from tests.providers_fixtures import POSTMARK_KEY, SENDGRID_KEY
 
 pytestmark = pytest.mark.usefixtures("worker")
 
+NO_PROVIDER_MESSAGE = (
+    "Please add at least one email provider API key (SendGrid, Resend, or Postmark) in Settings before sending emails."
+)
+
 
 def send(client: Client, **fields: Any) -> str:
     response = client.send_email(**fields)
@@ -239,6 +243,6 @@ def test_a_key_removed_after_acceptance_fails_the_job_with_a_clear_message(
     assert (job.status, job.attempts, job.error_message) == (
         JobStatus.FAILED,
         1,
-        "No email provider configured. Add at least one provider API key.",
+        NO_PROVIDER_MESSAGE,
     )
     assert sendgrid.calls == []

@@ -9,9 +9,9 @@ from django.test.utils import CaptureQueriesContext
 from accounts.models import Account, UsagePeriod
 from accounts.plans import Plan
 from accounts.services import account_create
+from core.errors import DuplicateRequest, QuotaExceeded
 from notifications.models import Job
 from notifications.services import webhook_job_create
-from notifyhub.api.errors import ApiError
 
 
 def _send(account: Account, key: str | None = None) -> Job:
@@ -58,12 +58,12 @@ def test_once_the_period_has_a_usage_row_a_send_is_one_statement(account: Accoun
 def test_a_duplicate_inside_a_callers_transaction_leaves_that_transaction_usable(account: Account) -> None:
     with transaction.atomic():
         first = _send(account, key="dup")
-        with pytest.raises(ApiError) as refused:
+        with pytest.raises(DuplicateRequest) as refused:
             _send(account, key="dup")
         # The caller's transaction goes on: the failed insert was undone to a savepoint.
         second = _send(account, key="other")
 
-    assert (refused.value.status_code, refused.value.message) == (409, "Duplicate request detected")
+    assert refused.value.message == "Duplicate request detected"
     assert set(Job.objects.filter(account=account).values_list("id", flat=True)) == {first.id, second.id}
     assert _used(account) == 2
 
@@ -72,9 +72,9 @@ def test_a_send_past_the_quota_stores_nothing(account: Account) -> None:
     _send(account)
     UsagePeriod.objects.filter(account=account).update(used=account.limits.monthly_quota)
 
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(QuotaExceeded) as refused:
         _send(account, key="late")
 
-    assert refused.value.status_code == 403
+    assert refused.value.message.startswith("Monthly usage limit exceeded")
     assert not Job.objects.filter(idempotency_key="late").exists()
     assert _used(account) == account.limits.monthly_quota

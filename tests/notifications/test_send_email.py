@@ -60,8 +60,8 @@ def test_priority_on_a_free_webhook_is_fine(free: Client) -> None:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"fallback": "SENDGRID"}, "fallback requires provider to be set"),
-        ({"provider": "RESEND", "fallback": "RESEND"}, "provider and fallback must be different"),
+        ({"fallback": "SENDGRID"}, "`fallback` requires `provider` to be set"),
+        ({"provider": "RESEND", "fallback": "RESEND"}, "`provider` and `fallback` must be different"),
         ({"provider": "MAILGUN"}, "provider must be one of SENDGRID, RESEND, POSTMARK"),
         ({"provider": "resend"}, "provider must be one of SENDGRID, RESEND, POSTMARK"),
         ({"fallback": "SES", "provider": "RESEND"}, "fallback must be one of SENDGRID, RESEND, POSTMARK"),

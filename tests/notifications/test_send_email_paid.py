@@ -11,8 +11,10 @@ from tests.api.test_envelope import assert_error
 from tests.conftest import Client, ready_to_send
 from tests.factories import FailedJobFactory
 
-NO_PROVIDER = "No email provider configured. Add at least one provider API key."
-NO_DOMAIN = "Paid plans must use a verified sending domain. Add and verify your domain first."
+NO_PROVIDER = (
+    "Please add at least one email provider API key (SendGrid, Resend, or Postmark) in Settings before sending emails."
+)
+NO_DOMAIN = "Paid plans must use a verified sending domain. Please add and verify your domain in Settings."
 
 
 def test_a_paid_account_without_provider_keys_is_refused(startup: Client) -> None:
@@ -32,7 +34,9 @@ def test_a_domain_pending_verification_is_refused(startup: Client) -> None:
     SenderDomain.objects.filter(account=startup.account).update(status=DomainStatus.PENDING)
 
     assert_error(
-        startup.send_email(), 403, "Your sending domain example.com is pending verification. Verify it before sending."
+        startup.send_email(),
+        403,
+        "Your sending domain is pending verification. Please complete domain verification in Settings.",
     )
 
 

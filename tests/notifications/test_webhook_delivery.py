@@ -9,9 +9,9 @@ import stripe
 import trustme
 
 from accounts.services import signing_secret_generate
+from core.signing import verify_signature
 from notifications.models import JobStatus
 from notifications.services import webhook_job_create
-from notifyhub.signing import verify_signature
 from tests.conftest import Client, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
 

@@ -1,4 +1,4 @@
-"""The rolling one-minute rate limit per API key (spec section 8).
+"""The rolling one-minute rate limit per API key (docs/rules.md, "Limits").
 
 ``limits``' moving window keeps each hit's time, so the window really rolls; on Redis the
 check-and-record is one Lua script, exact under concurrency across processes.
@@ -50,5 +50,5 @@ class ApiKeyRateThrottle(BaseThrottle):
         return api_key_hit(api_key=request.auth)
 
     def wait(self) -> None:
-        # No Retry-After: spec section 7, rule 2.
+        # A 429 carries no Retry-After (docs/rules.md).
         return None

@@ -5,9 +5,10 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from django.conf import settings
+from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
-from notifyhub.api.errors import ApiError
+from core.api.exceptions import PayloadTooLarge
 
 
 def _reject_constant(name: str) -> float:
@@ -32,11 +33,11 @@ class JSONObjectParser(BaseParser):
         limit = settings.API_MAX_BODY_BYTES
         raw = stream.read(limit + 1)
         if len(raw) > limit:
-            raise ApiError(413, f"Request body must be at most {limit // 1024} KB")
+            raise PayloadTooLarge(f"Request body must be at most {limit // 1024} KB")
         try:
             data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError):
-            raise ApiError(400, "Request body must be valid JSON") from None
+            raise ParseError("Request body must be valid JSON") from None
         if not isinstance(data, dict):
-            raise ApiError(400, "Request body must be a JSON object")
+            raise ParseError("Request body must be a JSON object")
         return data

@@ -6,18 +6,18 @@ errors their own way; a client of this API gets one plain sentence naming the fi
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, NoReturn
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator, validate_email
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from core.api.envelope import iso_utc_or_none
 
 # RFC 9110 field-name token.
 HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -114,16 +114,9 @@ class OneOfField(StrictField):
 class JsonObjectField(StrictField):
     invalid_message = "{name} must be an object"
 
-    def __init__(self, *, max_bytes: int, size_message: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.max_bytes = max_bytes
-        self.size_message = size_message
-
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             self.fail("invalid")
-        if len(json_bytes(data)) > self.max_bytes:
-            self.reject(self.size_message)
         return data
 
 
@@ -144,11 +137,6 @@ class HeadersField(StrictField):
         return data
 
 
-def json_bytes(data: Any) -> bytes:
-    """The compact UTF-8 JSON serialisation: what the size cap measures and what is sent."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 @extend_schema_field(OpenApiTypes.INT)
 class PositiveIntegerParamField(StrictField):
     """A query parameter of decimal digits, at least 1."""
@@ -161,24 +149,6 @@ class PositiveIntegerParamField(StrictField):
         if int(data) < 1:
             self.fail("invalid")
         return int(data)
-
-
-def is_local_target(url: str) -> bool:
-    """Whether the URL names localhost or a literal non-public IP address.
-
-    Only what the URL says: names that resolve to private addresses are refused at delivery,
-    where the resolved address is checked and connected to.
-    """
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    return not address.is_global
 
 
 # A registrable DNS name: labels of letters, digits and inner hyphens, a letter-only TLD.
@@ -196,3 +166,8 @@ class DomainNameField(StrictField):
         if not DOMAIN_NAME.fullmatch(name):
             self.fail("invalid")
         return name
+
+
+class IsoDateTimeField(serializers.DateTimeField):
+    def to_representation(self, value: datetime | None) -> str | None:  # type: ignore[override]
+        return iso_utc_or_none(value)

@@ -1,4 +1,4 @@
-"""API key authentication (spec section 5; DESIGN.md "Decisions")."""
+"""Who is calling: an API key, or the signed-in account holder (docs/rules.md, "Authentication")."""
 
 from __future__ import annotations
 
@@ -7,19 +7,20 @@ from typing import Any, cast
 from django.contrib.auth import get_user_model
 from django.utils.functional import SimpleLazyObject
 from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from accounts.models import Account, ApiKey
 from accounts.selectors import api_key_find
-from notifyhub.api.errors import ApiError
-from notifyhub.api.headers import header_api_key
+from core.api.headers import header_api_key
+from core.errors import InvalidRequest, NotPermitted
 
 
 def presented_api_key(request: Request) -> str | None:
     """The key from ``X-API-Key`` or ``Authorization: Bearer``; both at once is a 400."""
     header_key, bearer_key = header_api_key(request.META)
     if header_key and bearer_key:
-        raise ApiError(400, "Send the API key in one header only")
+        raise InvalidRequest("Send the API key in one header only")
     return header_key or bearer_key or None
 
 
@@ -29,10 +30,10 @@ class ApiKeyAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[Any, ApiKey]:
         raw_key = presented_api_key(request)
         if raw_key is None:
-            raise ApiError(401, "API key is missing")
+            raise AuthenticationFailed("API key is missing")
         api_key = api_key_find(raw_key=raw_key)
         if api_key is None:
-            raise ApiError(401, "Invalid API key")
+            raise AuthenticationFailed("Invalid API key")
         require_usable(api_key.account)
         # Key-only endpoints never read the user: load it only if something does.
         user = SimpleLazyObject(lambda: get_user_model().objects.get(pk=api_key.account.user_id))
@@ -57,12 +58,12 @@ def request_account(request: Request) -> Account:
         return request.auth.account
     account = Account.objects.filter(user_id=cast(int, request.user.pk)).first()
     if account is None:
-        raise ApiError(403, "This user has no NotifyHub account")
+        raise NotPermitted("This user has no NotifyHub account")
     require_usable(account)
     return account
 
 
 def require_usable(account: Account) -> None:
-    """Inactive and soft-deleted accounts get a 403, however they authenticate (DESIGN.md)."""
+    """Inactive and soft-deleted accounts are refused, however they authenticate."""
     if not account.is_usable:
-        raise ApiError(403, "Account is inactive")
+        raise NotPermitted("Account is inactive")

@@ -1,3 +1,5 @@
+"""Every API error becomes ``{"error": message}`` with its status; the renderer adds the envelope."""
+
 from __future__ import annotations
 
 import logging
@@ -8,9 +10,26 @@ from django.http import Http404
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from notifyhub.api.errors import ApiError
+from core.errors import Conflict, DomainError, InvalidRequest, NotFound, NotPermitted, UpstreamFailed
 
 logger = logging.getLogger(__name__)
+
+# The one mapping from the domain's errors to HTTP; a subclass takes its nearest listed base's status.
+DOMAIN_ERROR_STATUS: dict[type[DomainError], int] = {
+    InvalidRequest: 400,
+    NotPermitted: 403,
+    NotFound: 404,
+    Conflict: 409,
+    UpstreamFailed: 502,
+}
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = 413
+
+
+def domain_error_status(error: DomainError) -> int:
+    return next(DOMAIN_ERROR_STATUS[kind] for kind in type(error).__mro__ if kind in DOMAIN_ERROR_STATUS)
 
 
 def first_message(detail: Any) -> str:
@@ -23,8 +42,8 @@ def first_message(detail: Any) -> str:
 
 
 def _status_and_message(exc: Exception) -> tuple[int, str]:
-    if isinstance(exc, ApiError):
-        return exc.status_code, exc.message
+    if isinstance(exc, DomainError):
+        return domain_error_status(exc), exc.message
     if isinstance(exc, Http404 | exceptions.NotFound):
         return 404, "Not found"
     if isinstance(exc, PermissionDenied):
@@ -35,8 +54,6 @@ def _status_and_message(exc: Exception) -> tuple[int, str]:
         return 429, "Rate limit exceeded"
     if isinstance(exc, exceptions.UnsupportedMediaType):
         return 415, "Content-Type must be application/json"
-    if isinstance(exc, exceptions.ParseError):
-        return 400, "Request body must be valid JSON"
     if isinstance(exc, exceptions.APIException):
         return exc.status_code, first_message(exc.detail)
     logger.exception("Unhandled error in API view")
@@ -44,9 +61,6 @@ def _status_and_message(exc: Exception) -> tuple[int, str]:
 
 
 def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    """Renders every API error as ``{"error": message}``; the renderer adds the envelope.
-
-    No ``Retry-After`` is ever set: spec section 7 rule 2 forbids it on 429.
-    """
+    """No ``Retry-After`` is ever set: a 429 carries none (docs/rules.md)."""
     status, message = _status_and_message(exc)
     return Response({"error": message}, status=status)

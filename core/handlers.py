@@ -19,7 +19,7 @@ from django.core.handlers.base import BaseHandler
 from django.core.handlers.wsgi import WSGIHandler
 from django.test.utils import override_settings
 
-from notifyhub.api.headers import header_api_key
+from core.api.headers import header_api_key
 
 API_PREFIX = "/api/v1/"
 

@@ -1,0 +1,70 @@
+"""Imports run down: the shell, then the apps, then core, then providers (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHELL, APPS, CORE, PROVIDERS = "notifyhub", ("accounts", "notifications", "domains"), "core", "providers"
+LAYER = {SHELL: 0, **dict.fromkeys(APPS, 1), CORE: 2, PROVIDERS: 3}
+# What one app may take from another: its models and what it does, never how it speaks HTTP.
+APP_MODULES_SHARED = {"models", "services", "selectors", "plans", "access", "authentication", "throttle"}
+
+
+def _imports(package: str) -> Iterator[tuple[Path, str]]:
+    for path in (ROOT / package).rglob("*.py"):
+        if "migrations" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                yield path, node.module
+            elif isinstance(node, ast.Import):
+                yield from ((path, alias.name) for alias in node.names)
+
+
+def _edges() -> set[tuple[str, str, str]]:
+    """(importing package, imported package, imported module) between the project's own packages."""
+    return {
+        (package, module.split(".")[0], module)
+        for package in LAYER
+        for _, module in _imports(package)
+        if module.split(".")[0] in LAYER and module.split(".")[0] != package
+    }
+
+
+@pytest.mark.parametrize("package", list(LAYER))
+def test_a_package_imports_only_what_lies_below_it(package: str) -> None:
+    upward = sorted(
+        module for source, target, module in _edges() if source == package and LAYER[target] < LAYER[package]
+    )
+
+    assert upward == []
+
+
+def test_an_app_borrows_no_other_apps_views_or_serializers() -> None:
+    borrowed = sorted(
+        f"{source} -> {module}"
+        for source, target, module in _edges()
+        if source in APPS and target in APPS and module.split(".")[1] not in APP_MODULES_SHARED
+    )
+
+    assert borrowed == []
+
+
+def test_the_apps_import_each_other_without_a_cycle() -> None:
+    depends = {app: {target for source, target, _ in _edges() if source == app and target in APPS} for app in APPS}
+    order: list[str] = []
+    while len(order) < len(APPS):
+        ready = [app for app in APPS if app not in order and depends[app] <= set(order)]
+        assert ready, f"the apps import each other in a cycle: {depends}"
+        order.extend(ready)
+
+
+def test_the_shell_holds_only_the_project_files() -> None:
+    modules = sorted(path.name for path in (ROOT / SHELL).glob("*.py"))
+
+    assert modules == ["__init__.py", "celery.py", "settings.py", "urls.py", "wsgi.py"]
