@@ -36,27 +36,14 @@ def account_get_by_email(*, email: str) -> Account | None:
     return Account.objects.select_related("user").filter(user__email__iexact=email).first()
 
 
-def signing_secret_column(*, account_id_sql: str) -> str:
-    """SQL for the encrypted signing secret of the account whose id ``account_id_sql`` gives, or NULL.
-
-    For statements that want the secret in their own round trip (a delivery's claim);
-    `signing_secret_decrypt` turns what it returns into the secret. Qualify ``account_id_sql``
-    with its table: a bare ``account_id`` would name the secret's own column.
-    """
-    table = SigningSecret._meta.db_table
-    return f"(SELECT {table}.encrypted_secret FROM {table} WHERE {table}.account_id = {account_id_sql})"
-
-
 def signing_secret_decrypt(encrypted: str | None) -> str | None:
     return decrypt(encrypted) if encrypted else None
 
 
 def signing_secret_get(*, account_id: int) -> str | None:
     """The plaintext signing secret of the account, or None when it has none."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {signing_secret_column(account_id_sql='%s')}", [account_id])
-        row = cursor.fetchone()
-    return signing_secret_decrypt(row[0] if row else None)
+    encrypted = SigningSecret.objects.filter(account_id=account_id).values_list("encrypted_secret", flat=True).first()
+    return signing_secret_decrypt(encrypted)
 
 
 def provider_credentials(*, account: Account) -> dict[str, Credentials]:

@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import secrets
 from datetime import date
-from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -41,33 +40,21 @@ def account_set_plan(*, account: Account, plan: str) -> Account:
     return account
 
 
-TAKE_UNIT_SQL = f"""
-    UPDATE {UsagePeriod._meta.db_table} SET used = used + 1
-    WHERE account_id = %s AND period_start = %s AND used < %s
-"""
-
-
 def current_period(account: Account) -> tuple[date, date]:
     """The account's billing cycle today: its first day and the day its quota resets."""
     return billing_period(anchor=account.plan_started_on, today=timezone.now().date())
 
 
-def take_unit_statement(*, account: Account, period_start: date) -> tuple[str, list[Any]]:
-    """The conditional UPDATE that takes one unit of the account's quota for the period, with its parameters.
-
-    The check and the increment are one statement: the row lock it takes serialises
-    concurrent sends of one account until their transaction ends. It changes nothing when
-    the period's row is missing or full; `usage_consume` tells those apart. Written out
-    because every counted send runs it: the ORM's compile cost more than the query.
-    """
-    return TAKE_UNIT_SQL, [account.pk, period_start, account.limits.monthly_quota]
-
-
 def _take_unit(*, account: Account, period_start: date) -> bool:
-    sql, params = take_unit_statement(account=account, period_start=period_start)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount == 1
+    """Takes one unit of the period's quota if any is left; False when the row is missing or full.
+
+    The check and the increment are one conditional UPDATE, whose row lock serialises concurrent
+    sends of one account until their transaction ends.
+    """
+    period = UsagePeriod.objects.filter(
+        account=account, period_start=period_start, used__lt=account.limits.monthly_quota
+    )
+    return period.update(used=F("used") + 1) == 1
 
 
 def usage_consume(*, account: Account) -> None:

@@ -1,4 +1,4 @@
-"""Processing jobs: claim, attempt, record, sweep (DESIGN.md "Delivery engine").
+"""Processing jobs: claim, attempt, record, sweep (docs/delivery-engine.md).
 
 The database is the source of truth. A task only names a job; whoever claims it with a
 conditional UPDATE delivers it, so duplicate or replayed tasks are harmless, and the
@@ -8,18 +8,16 @@ sweeper re-sends tasks the broker lost.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from accounts.selectors import signing_secret_column, signing_secret_decrypt
-from core import sql
+from accounts.selectors import signing_secret_decrypt
+from notifications import store
 from notifications.delivery.email import deliver_email
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
@@ -30,7 +28,6 @@ logger = logging.getLogger(__name__)
 
 # A retry task may run a moment before its due time by the database's clock.
 CLAIM_TOLERANCE = timedelta(seconds=1)
-UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
 # A job whose attempt was under way when a worker died this often fails instead of trying again:
 # the job itself may be what kills the worker (a crash in a library, memory running out).
 WORKER_DEATHS_ALLOWED = 3
@@ -38,14 +35,6 @@ WORKER_DEATHS_ALLOWED = 3
 
 def _seconds(name: str) -> timedelta:
     return timedelta(seconds=getattr(settings, name))
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A job taken for one attempt, with what its delivery needs from its account."""
-
-    job: Job
-    encrypted_signing_secret: str | None
 
 
 def job_process(*, job_id: UUID) -> None:
@@ -69,47 +58,15 @@ def _worker_deaths(job: Job) -> int:
     return job.claims - job.attempts - 1
 
 
-def job_claim(*, job_id: UUID) -> Claim | None:
-    """Takes the job for one attempt: pending, or processing with its lock expired.
-
-    One statement claims the row and returns it with the account's signing secret: every
-    delivery starts here, and each round trip to the database cost a webhook delivery about
-    a fifth of its CPU (bench/README.md).
-    """
+def job_claim(*, job_id: UUID) -> store.Claim | None:
+    """Takes the job for one attempt if it is pending, or processing with its lock over."""
     now = timezone.now()
-    lease_until = now + _seconds("JOB_LEASE_SECONDS")
-    params = [
-        JobStatus.PROCESSING,
-        sql.db_value(Job, "started_at", now),
-        sql.db_value(Job, "locked_until", lease_until),
-        # Should this worker die, the sweeper re-sends the task once the lease is over.
-        sql.db_value(Job, "requeue_at", lease_until),
-        sql.db_value(Job, "id", job_id),
-        JobStatus.PENDING,
-        JobStatus.PROCESSING,
-        sql.db_value(Job, "locked_until", now + CLAIM_TOLERANCE),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(_claim_sql(), params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    *job_columns, encrypted_signing_secret = row
-    return Claim(job=sql.from_row(Job, job_columns), encrypted_signing_secret=encrypted_signing_secret)
+    return store.claim(
+        job_id=job_id, now=now, lease_until=now + _seconds("JOB_LEASE_SECONDS"), claimable_until=now + CLAIM_TOLERANCE
+    )
 
 
-@cache
-def _claim_sql() -> str:
-    return f"""
-        UPDATE {sql.table(Job)}
-        SET status = %s, started_at = COALESCE(started_at, %s), locked_until = %s, next_attempt_at = NULL,
-            requeue_at = %s, claims = claims + 1
-        WHERE id = %s AND (status = %s OR (status = %s AND locked_until <= %s))
-        RETURNING {sql.columns(Job)}, {signing_secret_column(account_id_sql=f"{sql.table(Job)}.account_id")}
-    """
-
-
-def _attempt(claim: Claim, *, attempt: int) -> AttemptOutcome:
+def _attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
     job = claim.job
     try:
         if job.type == JobType.WEBHOOK:
@@ -163,7 +120,7 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> None:
         provider_message_id=outcome.provider_message_id,
         created_at=now,
     )
-    if not _write_attempt(job, changes=changes, log=log):
+    if not store.record_attempt(job, changes=changes, log=log):
         logger.warning("Job %s: lease lost during attempt %s; result not recorded", job.id, attempt)
         return
     if changes.get("next_attempt_at"):
@@ -171,56 +128,14 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> None:
         transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))
 
 
-def _write_attempt(job: Job, *, changes: dict[str, Any], log: DeliveryLog) -> bool:
-    """Applies ``changes`` to the job and stores its log row, both or neither; False if the lease was lost.
-
-    PostgreSQL does both in one statement: one round trip where a transaction takes four,
-    on every delivery (bench/README.md). Elsewhere (SQLite), a transaction.
-    """
-    if connection.vendor != "postgresql":
-        still_ours = Job.objects.filter(id=job.id, status=JobStatus.PROCESSING, locked_until=job.locked_until)
-        with transaction.atomic():
-            if not still_ours.update(**changes):
-                return False
-            log.save(force_insert=True)
-            return True
-    lease_params = [
-        sql.db_value(Job, "id", job.id),
-        JobStatus.PROCESSING,
-        sql.db_value(Job, "locked_until", job.locked_until),
-    ]
-    params = [*sql.set_values(Job, changes), *lease_params, *sql.insert_values(log)]
-    with connection.cursor() as cursor:
-        cursor.execute(_write_attempt_sql(tuple(changes)), params)
-        return cursor.rowcount == 1
-
-
-@cache
-def _write_attempt_sql(changed_fields: tuple[str, ...]) -> str:
-    return f"""
-        WITH still_ours AS (
-            UPDATE {sql.table(Job)} SET {sql.set_clause(Job, changed_fields)}
-            WHERE id = %s AND status = %s AND locked_until = %s RETURNING 1
-        )
-        INSERT INTO {sql.table(DeliveryLog)} ({sql.columns(DeliveryLog)})
-        SELECT {sql.placeholders(DeliveryLog)} FROM still_ours
-    """
-
-
 def jobs_sweep(*, batch_size: int = 1000) -> int:
     """Re-sends the tasks of unfinished jobs whose requeue time has passed; returns how many."""
     now = timezone.now()
-    due = list(
-        Job.objects.filter(requeue_at__lte=now, status__in=UNFINISHED)
-        .order_by("requeue_at")
-        .values_list("id", "priority")[:batch_size]
-    )
-    if not due:
-        return 0
-    Job.objects.filter(id__in=[job_id for job_id, _ in due], requeue_at__lte=now).update(
-        requeue_at=now + _seconds("JOB_REQUEUE_AFTER_SECONDS")
+    due = store.take_due_for_requeue(
+        now=now, next_requeue_at=now + _seconds("JOB_REQUEUE_AFTER_SECONDS"), batch_size=batch_size
     )
     for job_id, priority in due:
         job_enqueue(job_id=job_id, priority=priority)
-    logger.info("Sweeper re-sent %d job(s)", len(due))
+    if due:
+        logger.info("Sweeper re-sent %d job(s)", len(due))
     return len(due)

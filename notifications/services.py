@@ -1,25 +1,22 @@
 from __future__ import annotations
 
-from contextlib import nullcontext
 from datetime import datetime, timedelta
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import configured_providers
-from accounts.services import current_period, take_unit_statement, usage_consume
-from core import sql
-from core.errors import DuplicateRequest, InvalidRequest, NotFound, NotPermitted, SenderNotAllowed, SendingNotReady
+from core.errors import InvalidRequest, NotFound, NotPermitted, SenderNotAllowed, SendingNotReady
 from domains.services import sender_address
+from notifications import store
 from notifications.models import Job, JobStatus, JobType
 from notifications.queue import job_enqueue
 from notifications.selectors import parse_job_id
 
-DUPLICATE_MESSAGE = "Duplicate request detected"
 NO_PROVIDER_MESSAGE = (
     "Please add at least one email provider API key (SendGrid, Resend, or Postmark) in Settings before sending emails."
 )
@@ -122,12 +119,7 @@ def _job_create(
     provider: str | None = None,
     fallback: str | None = None,
 ) -> Job:
-    """Stores the job, spends quota and queues it once committed; a 409 or 403 leaves no trace.
-
-    The insert comes first so the unique constraint, not a read-then-write, answers a
-    duplicate key, and before the quota (DESIGN.md's order). A quota refusal raises inside
-    the transaction, which takes the inserted job back out.
-    """
+    """Stores the job, spends quota and queues it once committed; a duplicate or a refusal leaves no trace."""
     job = Job(
         account=account,
         type=type,
@@ -138,48 +130,10 @@ def _job_create(
         fallback=fallback,
         requeue_at=_requeue_time(),
     )
-    counted = _counts_against_quota(account=account, job_type=type)
-    try:
-        if not (counted and _insert_taking_unit(job)):
-            with transaction.atomic():
-                job.save(force_insert=True)
-                if counted:
-                    usage_consume(account=account)
-    except IntegrityError:
-        if idempotency_key is None:
-            raise
-        raise DuplicateRequest(DUPLICATE_MESSAGE) from None
+    store.insert(job, counted=_counts_against_quota(account=account, job_type=type))
     # Outside a transaction this sends at once; inside a caller's, when it commits.
     transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job
-
-
-def _insert_taking_unit(job: Job) -> bool:
-    """PostgreSQL: stores the job and takes its quota unit in one statement; True if both happened.
-
-    One round trip instead of BEGIN, INSERT, UPDATE and COMMIT, on the path every send takes
-    (bench/README.md). False when nothing was stored, because the period's usage row is
-    missing or full (`_job_create` then takes the general path, which creates the row or
-    answers 409 before 403) or because the database cannot update inside a WITH (SQLite).
-    """
-    db = sql.default_connection()
-    if db.vendor != "postgresql":
-        return False
-    period_start, _ = current_period(job.account)
-    take_unit_sql, take_unit_params = take_unit_statement(account=job.account, period_start=period_start)
-    # In a caller's transaction a duplicate must only undo this statement: a savepoint.
-    with transaction.atomic() if db.in_atomic_block else nullcontext(), db.cursor() as cursor:
-        cursor.execute(_insert_taking_unit_sql(take_unit_sql), [*take_unit_params, *sql.insert_values(job)])
-        return cursor.rowcount == 1
-
-
-@cache
-def _insert_taking_unit_sql(take_unit_sql: str) -> str:
-    return f"""
-        WITH unit AS ({take_unit_sql} RETURNING 1)
-        INSERT INTO {sql.table(Job)} ({sql.columns(Job)})
-        SELECT {sql.placeholders(Job)} WHERE EXISTS (SELECT 1 FROM unit)
-    """
 
 
 def job_retry(*, account: Account, job_id: str) -> Job:
@@ -190,19 +144,8 @@ def job_retry(*, account: Account, job_id: str) -> Job:
     failed = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).only("type").first()
     if failed and failed.type == JobType.EMAIL and account.limits.is_paid and not configured_providers(account=account):
         raise InvalidRequest(NO_PROVIDER_MESSAGE)
-    with transaction.atomic():
-        requeued = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).update(
-            status=JobStatus.PENDING,
-            attempts=0,
-            claims=0,
-            error_message=None,
-            completed_at=None,
-            next_attempt_at=None,
-            locked_until=None,
-            requeue_at=_requeue_time(),
-        )
-        if not requeued:
-            raise NotFound(NOT_RETRYABLE_MESSAGE)
-        job = Job.objects.get(id=parsed_id)
-        transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
+    job = store.requeue_failed(account=account, job_id=parsed_id, requeue_at=_requeue_time())
+    if job is None:
+        raise NotFound(NOT_RETRYABLE_MESSAGE)
+    transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job

@@ -1,0 +1,190 @@
+"""Every write to a job row: insert, claim, record an attempt, requeue (docs/job-states.md).
+
+One function per operation, each a conditional statement, so two workers, or a worker and a
+late duplicate task, can never both win. The claim is one ``UPDATE ... RETURNING`` on every
+database. Where PostgreSQL does in one statement what elsewhere takes a transaction (storing
+a job while taking its quota unit, recording an attempt while checking the lease), that
+statement lives here beside the general form; the suite runs it on PostgreSQL in CI. Every
+statement is built from the models' own metadata, never from another module's SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import Any
+from uuid import UUID
+
+from django.db import IntegrityError, connection, transaction
+
+from accounts.models import Account, SigningSecret, UsagePeriod
+from accounts.services import current_period, usage_consume
+from core import sql
+from core.errors import DuplicateRequest
+from notifications.models import DeliveryLog, Job, JobStatus
+
+DUPLICATE_MESSAGE = "Duplicate request detected"
+UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A job taken for one attempt, with what its delivery needs from its account."""
+
+    job: Job
+    encrypted_signing_secret: str | None
+
+
+def insert(job: Job, *, counted: bool) -> None:
+    """Stores a new job and, when ``counted``, takes a unit of its account's quota: both or neither.
+
+    The insert comes before the quota so the unique index, not a read-then-write, answers a
+    duplicate key, and a duplicate costs no quota. Raises DuplicateRequest, or the account's
+    QuotaExceeded, which takes the inserted row back out with its transaction.
+    """
+    try:
+        if not (counted and _insert_taking_unit(job)):
+            with transaction.atomic():
+                job.save(force_insert=True)
+                if counted:
+                    usage_consume(account=job.account)
+    except IntegrityError:
+        if job.idempotency_key is None:
+            raise
+        raise DuplicateRequest(DUPLICATE_MESSAGE) from None
+
+
+def _insert_taking_unit(job: Job) -> bool:
+    """PostgreSQL: the job and its quota unit in one statement; True if both were written.
+
+    False when nothing was written: the period's usage row is missing or full (`insert` then
+    takes the general path, which creates the row or answers 409 before 403), or the database
+    cannot update inside a WITH (SQLite).
+    """
+    db = sql.default_connection()
+    if db.vendor != "postgresql":
+        return False
+    period_start, _ = current_period(job.account)
+    unit: list[Any] = [job.account.pk, period_start, job.account.limits.monthly_quota]
+    # In a caller's transaction a duplicate must only undo this statement: a savepoint.
+    with transaction.atomic() if db.in_atomic_block else nullcontext(), db.cursor() as cursor:
+        cursor.execute(_insert_taking_unit_sql(), [*unit, *sql.insert_values(job)])
+        return cursor.rowcount == 1
+
+
+@cache
+def _insert_taking_unit_sql() -> str:
+    # The same rule as usage_consume's: a unit is taken only while used < the plan's quota.
+    return f"""
+        WITH unit AS (
+            UPDATE {sql.table(UsagePeriod)} SET used = used + 1
+            WHERE account_id = %s AND period_start = %s AND used < %s RETURNING 1
+        )
+        INSERT INTO {sql.table(Job)} ({sql.columns(Job)})
+        SELECT {sql.placeholders(Job)} WHERE EXISTS (SELECT 1 FROM unit)
+    """
+
+
+def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until: datetime) -> Claim | None:
+    """Takes the job for one attempt: pending, or processing with its lock over by ``claimable_until``.
+
+    One statement claims the row and returns it with the account's encrypted signing secret.
+    Should this worker die, the sweeper re-sends the task once the lease is over.
+    """
+    params = [
+        JobStatus.PROCESSING,
+        sql.db_value(Job, "started_at", now),
+        sql.db_value(Job, "locked_until", lease_until),
+        sql.db_value(Job, "requeue_at", lease_until),
+        sql.db_value(Job, "id", job_id),
+        JobStatus.PENDING,
+        JobStatus.PROCESSING,
+        sql.db_value(Job, "locked_until", claimable_until),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_sql(), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    *job_columns, encrypted_signing_secret = row
+    return Claim(job=sql.from_row(Job, job_columns), encrypted_signing_secret=encrypted_signing_secret)
+
+
+@cache
+def _claim_sql() -> str:
+    jobs, secrets = sql.table(Job), sql.table(SigningSecret)
+    return f"""
+        UPDATE {jobs}
+        SET status = %s, started_at = COALESCE(started_at, %s), locked_until = %s, next_attempt_at = NULL,
+            requeue_at = %s, claims = claims + 1
+        WHERE id = %s AND (status = %s OR (status = %s AND locked_until <= %s))
+        RETURNING {sql.columns(Job)},
+            (SELECT {secrets}.encrypted_secret FROM {secrets} WHERE {secrets}.account_id = {jobs}.account_id)
+    """
+
+
+def record_attempt(job: Job, *, changes: dict[str, Any], log: DeliveryLog) -> bool:
+    """Applies ``changes`` to the claimed job and stores its log row, both or neither.
+
+    False, with nothing written, when the lease this claim took is no longer the job's.
+    """
+    if connection.vendor == "postgresql":
+        return _record_attempt_in_one_statement(job, changes=changes, log=log)
+    still_ours = Job.objects.filter(id=job.id, status=JobStatus.PROCESSING, locked_until=job.locked_until)
+    with transaction.atomic():
+        if not still_ours.update(**changes):
+            return False
+        log.save(force_insert=True)
+        return True
+
+
+def _record_attempt_in_one_statement(job: Job, *, changes: dict[str, Any], log: DeliveryLog) -> bool:
+    lease = [sql.db_value(Job, "id", job.id), JobStatus.PROCESSING, sql.db_value(Job, "locked_until", job.locked_until)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _record_attempt_sql(tuple(changes)), [*sql.set_values(Job, changes), *lease, *sql.insert_values(log)]
+        )
+        return cursor.rowcount == 1
+
+
+@cache
+def _record_attempt_sql(changed_fields: tuple[str, ...]) -> str:
+    return f"""
+        WITH still_ours AS (
+            UPDATE {sql.table(Job)} SET {sql.set_clause(Job, changed_fields)}
+            WHERE id = %s AND status = %s AND locked_until = %s RETURNING 1
+        )
+        INSERT INTO {sql.table(DeliveryLog)} ({sql.columns(DeliveryLog)})
+        SELECT {sql.placeholders(DeliveryLog)} FROM still_ours
+    """
+
+
+def take_due_for_requeue(*, now: datetime, next_requeue_at: datetime, batch_size: int) -> Sequence[tuple[UUID, int]]:
+    """Unfinished jobs whose requeue time has passed, as (id, priority), each pushed to ``next_requeue_at``."""
+    due = list(
+        Job.objects.filter(requeue_at__lte=now, status__in=UNFINISHED)
+        .order_by("requeue_at")
+        .values_list("id", "priority")[:batch_size]
+    )
+    if due:
+        Job.objects.filter(id__in=[job_id for job_id, _ in due], requeue_at__lte=now).update(requeue_at=next_requeue_at)
+    return due
+
+
+def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> Job | None:
+    """Puts the account's failed job back to pending, attempts from zero, logs kept; None if it is not failed."""
+    with transaction.atomic():
+        requeued = Job.objects.filter(id=job_id, account=account, status=JobStatus.FAILED).update(
+            status=JobStatus.PENDING,
+            attempts=0,
+            claims=0,
+            error_message=None,
+            completed_at=None,
+            next_attempt_at=None,
+            locked_until=None,
+            requeue_at=requeue_at,
+        )
+        return Job.objects.get(id=job_id) if requeued else None
