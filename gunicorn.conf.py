@@ -11,9 +11,8 @@ if os.environ.get("REDIS_URL"):
     # Production. Sync workers take the next connection only when idle, so requests wait in
     # the kernel's accept queue first come, first served. gthread workers take keep-alive
     # connections greedily (9, 4, 2 and 1 of 16 across 4 workers were seen), so requests
-    # queued behind one busy worker. Measured with `make bench` on 2 cores (bench/README.md):
-    # sync, 2 per core: p99 34 ms against 56 to 100 ms for gthread at 2x2 to 8x2, at the same
-    # or better throughput. Sync workers want a proxy in front that buffers slow clients
+    # queued behind one busy worker: sync workers kept the tail latency lower at the same or
+    # better throughput (bench/README.md). Sync workers want a proxy in front that buffers slow clients
     # (nginx, or a load balancer), as gunicorn's documentation says.
     worker_class = "sync"
     workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2))

@@ -21,9 +21,9 @@ def decrypt(token: str) -> str:
     return _decrypt(settings.FIELD_ENCRYPTION_KEY, token)
 
 
-# Every signed delivery decrypts its account's secret: verifying and decrypting a Fernet token
-# each time was a tenth of a delivery's CPU. A token decrypts to the same text for ever, and a
-# rotated secret is a new token, so the cache never answers with a stale secret.
+# Every signed delivery decrypts its account's secret, so decryptions are remembered. A token
+# decrypts to the same text for ever, and a rotated secret is a new token, so the cache never
+# answers with a stale secret.
 @lru_cache(maxsize=4096)
 def _decrypt(key: str, token: str) -> str:
     return _fernet(key).decrypt(token.encode()).decode()

@@ -1,4 +1,4 @@
-"""API key format and digests (spec section 2: ``nh_`` + 64 lowercase hex)."""
+"""API key format and digests: ``nh_`` followed by 64 lowercase hex characters."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ class UsagePeriod(models.Model):
 
 
 class SigningSecret(models.Model):
-    """The account's webhook signing secret (spec section 6), encrypted: deliveries need the plaintext."""
+    """The account's webhook signing secret, encrypted: deliveries need the plaintext to sign."""
 
     account = models.OneToOneField(Account, on_delete=models.CASCADE, related_name="signing_secret")
     encrypted_secret = models.TextField()

@@ -1,4 +1,4 @@
-"""Plans and their limits (spec section 8)."""
+"""Plans and their limits (docs/rules.md, "Limits")."""
 
 from __future__ import annotations
 

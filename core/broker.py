@@ -1,10 +1,10 @@
 """Kombu's Redis transport, with one Redis client per channel for its commands.
 
 Kombu builds a new redis-py client object for every command a channel sends outside its
-consumer loop, publishing included: about 50 microseconds of Python each time (redis-py
-copies its table of response callbacks into every client), a sixth of what a publish costs
-the accept path (bench/README.md). A client draws a pooled connection per command and gives
-it back, so one client per channel serves every caller of that channel safely.
+consumer loop, publishing included, and redis-py copies its table of response callbacks into
+each one: a measurable share of every accepted send (bench/README.md). A client draws a pooled
+connection per command and gives it back, so one client per channel serves every caller of
+that channel safely.
 `CELERY_BROKER_TRANSPORT` names this class when the broker is Redis.
 """
 

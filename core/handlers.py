@@ -2,8 +2,8 @@
 
 An API client authenticates every request with its key and keeps no cookies, so sessions,
 CSRF tokens, the auth middleware's lazy user, the messages framework and clickjacking
-headers do nothing for it; running them cost 0.06 to 0.08 ms of a 1 ms ping, measured
-in-process (bench/README.md). Such requests go to a handler built with
+headers do nothing for it but cost time on every request (bench/README.md). Such requests go
+to a handler built with
 ``settings.API_KEY_MIDDLEWARE`` instead; every other request, the dashboard's and the admin's
 included, keeps ``settings.MIDDLEWARE``. The URLs and views are the same. Every /api/v1/
 endpoint accepts a key; one that took only a session would find none here and refuse.

@@ -1,4 +1,4 @@
-"""Webhook signatures (spec section 6): ``X-Webhook-Signature: t=<timestamp>,v1=<hex>``.
+"""Webhook signatures: ``X-Webhook-Signature: t=<timestamp>,v1=<hex>`` (docs/delivery-engine.md).
 
 ``<hex>`` is HMAC-SHA256, keyed with the plaintext secret, of ``<timestamp>.<body>``: the
 exact bytes NotifyHub sent. Receivers can use :func:`verify_signature` as it is; it depends

@@ -1,8 +1,9 @@
 """Written-out SQL for the hottest statements, built from the models so no column is ever forgotten.
 
-The accept path and each delivery run a handful of statements; compiling them through the
-ORM cost more than running them (bench/README.md). These helpers give the pieces of an
-INSERT or UPDATE with the values prepared exactly as the ORM would prepare them.
+The accept path and each delivery run a handful of statements that the ORM cannot express
+in one round trip (an UPDATE ... RETURNING, an UPDATE inside a WITH). These helpers give the
+pieces of such an INSERT or UPDATE, and read its rows back, with the values prepared and
+converted exactly as the ORM would.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ Converter = Callable[[Any, Any, Any], Any]
 def default_connection() -> BaseDatabaseWrapper:
     """The default connection itself, not ``connection``, the proxy that looks it up on every read.
 
-    Preparing a row's values reads the connection a few times per field; through the proxy that
-    was 2% of the accept path's CPU (bench/README.md).
+    Preparing a row's values reads the connection a few times per field, and each read through
+    the proxy is a thread-local lookup.
     """
     return connections[DEFAULT_DB_ALIAS]
 

@@ -5,7 +5,7 @@ from django.db import models
 from accounts.models import Account
 from providers.names import ProviderName
 
-# NotifyHub sends from this subdomain of the customer's domain (DESIGN.md).
+# NotifyHub sends from this subdomain of the customer's domain (docs/rules.md, "Sender domains").
 SENDING_SUBDOMAIN = "em"
 
 

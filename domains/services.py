@@ -118,7 +118,7 @@ def _unregister(registrations: list[DomainRegistration], credentials: dict[str, 
 
 
 def domain_verify(*, account: Account) -> SenderDomain:
-    """Asks every provider; verified only when all of them confirm (spec section 3)."""
+    """Asks every provider; verified only when all of them confirm."""
     domain = domain_require(account=account)
     participants, domain.warnings = _participants(account)
     registered = {registration.provider: registration for registration in domain.registrations.all()}

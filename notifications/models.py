@@ -38,7 +38,7 @@ class Job(models.Model):
     status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PENDING)
     priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
     payload = JSONTextField()
-    # Forced routing of an email job (spec section 4); replayed by every retry.
+    # Forced routing of an email job (docs/rules.md, "Routing"); replayed by every retry.
     provider = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
     fallback = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)

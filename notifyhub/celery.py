@@ -20,8 +20,8 @@ def read_django_settings(sender: Celery, **kwargs: Any) -> None:
     """Celery takes Django's CELERY_* settings as a dict, read when it first needs them.
 
     Celery looks several settings up on every publish, each under two names. Looked up on
-    Django's settings object, every miss raises and catches an AttributeError: a sixth of
-    what a publish cost the accept path (bench/README.md). A dict answers at once.
+    Django's settings object, every miss raises and catches an AttributeError; a dict answers
+    at once. Settings do not change while a process runs, so the copy never goes stale.
     """
     celery_settings = {name: getattr(settings, name) for name in dir(settings) if name.startswith("CELERY_")}
     sender.config_from_object(celery_settings, namespace="CELERY")

@@ -1,4 +1,4 @@
-"""NotifyHub settings, read from the environment (see DESIGN.md "Configuration").
+"""NotifyHub settings, read from the environment (README.md, "Configuration").
 
 Every variable has a default that runs locally. Without ``DATABASE_URL`` and ``REDIS_URL``
 the service runs embedded: SQLite, an in-process cache and rate limiter, and a file broker.
@@ -108,8 +108,8 @@ elif _database["ENGINE"] == "django.db.backends.postgresql":
     _database["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60)
     _database["CONN_HEALTH_CHECKS"] = True
     # Parameters travel apart from the SQL, and a statement run five times on one connection is
-    # prepared once: the server stops parsing and planning the accept path's statements, which
-    # about halved its CPU per request (bench/README.md). A pooler in transaction mode needs
+    # prepared once: the server stops parsing and planning the accept path's statements
+    # (bench/README.md). A pooler in transaction mode needs
     # prepared statement support (PgBouncer 1.21+, max_prepared_statements) or
     # DATABASE_PREPARED_STATEMENTS=false.
     _database["OPTIONS"] = {

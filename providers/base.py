@@ -1,4 +1,4 @@
-"""The email provider interface (STYLE.md 1): send through django-anymail, sender domains over HTTP.
+"""The email provider interface: send through django-anymail, sender domains over HTTP.
 
 A provider module declares its anymail backend, how it authenticates, and how it turns its
 domain API's answers into :class:`DomainState`. Every failure leaves as one
@@ -34,14 +34,14 @@ class ProviderError(Exception):
 
 
 def is_transient_status(status: int | None) -> bool:
-    """PROVIDERS.md: no response, 429 and 5xx may pass; other 4xx will not."""
+    """No response, 429 and 5xx may pass on a later try; other 4xx will not (anymail's own classification)."""
     return status is None or status == 429 or status >= 500
 
 
 @dataclass(frozen=True)
 class Credentials:
     api_key: str
-    # Postmark only: its account token, needed for domain operations (spec section 2).
+    # Postmark only: its account token, needed for domain operations, not for sending.
     account_token: str | None = None
 
 

@@ -4,7 +4,7 @@ from django.db import models
 
 
 class ProviderName(models.TextChoices):
-    """Wire values of the email providers (spec's PROVIDER_A/B/C, see DESIGN.md)."""
+    """Wire values of the email providers, upper case as the API takes them."""
 
     SENDGRID = "SENDGRID", "SendGrid"
     RESEND = "RESEND", "Resend"

@@ -1,4 +1,4 @@
-"""The response envelope of spec section 1: ``success``, ``data`` or ``error``, ``timestamp``."""
+"""The response envelope every API answer has: ``success``, ``data`` or ``error``, ``timestamp``."""
 
 from __future__ import annotations
 

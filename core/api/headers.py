@@ -1,4 +1,4 @@
-"""Where a request carries its API key (spec section 5)."""
+"""Where a request carries its API key: ``X-API-Key``, or ``Authorization: Bearer``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Django's PostgreSQL backend with a connection health check that needs no round trip.
 
 With CONN_HEALTH_CHECKS, Django checks a persistent connection before the first query of every
-request and task by sending ``SELECT 1``. On the accept path that round trip was about 4% of a
-web worker's CPU and a statement for the server to run (bench/README.md).
+request and task by sending ``SELECT 1``: a round trip, and a statement for the server to run,
+on every request of the accept path (bench/README.md).
 
 A persistent connection goes bad when the server ends it (a restart or shutdown,
 ``pg_terminate_backend``, an idle timeout) or when the network drops it. When the server ends a
