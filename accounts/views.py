@@ -11,13 +11,18 @@ from rest_framework.response import Response
 
 from accounts.access import ApiKeyView
 from core.api.envelope import iso_utc
+from core.api.schema import error_responses
 
 
 class PingView(ApiKeyView):
     @extend_schema(
         summary="Check an API key",
+        description="Answers `pong` when the API key is valid and its account active.",
         responses={
-            200: inline_serializer("Pong", {"message": serializers.CharField(), "timestamp": serializers.CharField()})
+            200: inline_serializer(
+                "Pong", {"message": serializers.CharField(), "timestamp": serializers.DateTimeField()}
+            ),
+            **error_responses(400, 401, 403, 429),
         },
     )
     def get(self, request: Request) -> Response:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from accounts.access import AccountHolderView
 from accounts.authentication import request_account
 from core.api.fields import DomainNameField, IsoDateTimeField
+from core.api.schema import SESSION_ERROR_DESCRIPTIONS, error_responses
 from core.api.serializers import RequestSerializer
 from domains.models import SenderDomain
 from domains.selectors import domain_require
@@ -50,6 +51,9 @@ class DomainSerializer(serializers.Serializer):
         return [record for registration in domain.registrations.all() for record in registration.records]
 
 
+NO_DOMAIN = "The account has no sender domain; request one first."
+
+
 def domain_data(domain: SenderDomain) -> dict[str, Any]:
     data = DomainSerializer(domain).data
     for provider in data["providers"]:
@@ -58,13 +62,41 @@ def domain_data(domain: SenderDomain) -> dict[str, Any]:
 
 
 class DomainRequestView(AccountHolderView):
+    @extend_schema_serializer(component_name="DomainRequest")
     class InputSerializer(RequestSerializer):
         domain = DomainNameField()
 
     @extend_schema(
         summary="Register your sending domain with every configured provider",
+        description=(
+            "Registers `em.<domain>` with every provider the account has a key for, all or nothing, and answers "
+            "the DNS records to create. A provider that cannot take part is named in `warnings`. Paid plans only; "
+            "an account has one sender domain at a time."
+        ),
         request=InputSerializer,
-        responses={201: DomainSerializer},
+        responses={
+            201: DomainSerializer,
+            **error_responses(
+                400,
+                401,
+                403,
+                409,
+                411,
+                413,
+                415,
+                429,
+                502,
+                descriptions={
+                    **SESSION_ERROR_DESCRIPTIONS,
+                    400: "The body breaks a rule (the message names it), the account has no provider key that can "
+                    "register a domain, or the API key was sent in both headers.",
+                    403: "The plan has no sender domains, the account is inactive or deleted, or the signed-in user "
+                    "has no NotifyHub account. With a session, the request also needs the CSRF token.",
+                    409: "The account has a sender domain already; delete it first.",
+                    502: "A provider refused the registration or could not be reached; nothing was registered.",
+                },
+            ),
+        },
     )
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
@@ -74,16 +106,25 @@ class DomainRequestView(AccountHolderView):
 
 
 class DomainView(AccountHolderView):
-    @extend_schema(summary="Your sending domain, its DNS records and status", responses={200: DomainSerializer})
+    @extend_schema(
+        summary="Your sending domain, its DNS records and status",
+        description="The account's sender domain, the DNS records each provider needs, and each provider's status.",
+        responses={
+            200: DomainSerializer,
+            **error_responses(400, 401, 403, 404, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 404: NO_DOMAIN}),
+        },
+    )
     def get(self, request: Request) -> Response:
         return Response(domain_data(domain_require(account=request_account(request))))
 
     @extend_schema(
         summary="Remove your sending domain here and at every provider",
+        description="Removes the domain at every provider, then here; a provider that refused is named in `warnings`.",
         responses={
             200: inline_serializer(
                 "DomainDeleted", {"deleted": serializers.BooleanField(), "warnings": WarningSerializer(many=True)}
-            )
+            ),
+            **error_responses(400, 401, 403, 404, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 404: NO_DOMAIN}),
         },
     )
     def delete(self, request: Request) -> Response:
@@ -93,7 +134,18 @@ class DomainView(AccountHolderView):
 
 class DomainVerifyView(AccountHolderView):
     @extend_schema(
-        summary="Ask every provider to verify the DNS records", request=None, responses={200: DomainSerializer}
+        summary="Ask every provider to verify the DNS records",
+        description=(
+            "Asks every provider the account has a key for to check the DNS records. The domain is verified once "
+            "all of them confirm; a provider that does not keeps it pending, with its reason in `providers`."
+        ),
+        request=None,
+        responses={
+            200: DomainSerializer,
+            **error_responses(
+                400, 401, 403, 404, 411, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 404: NO_DOMAIN}
+            ),
+        },
     )
     def post(self, request: Request) -> Response:
         domain = domain_verify(account=request_account(request))

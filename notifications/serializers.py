@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from core.api.envelope import iso_utc
-from core.api.fields import IsoDateTimeField
-from notifications.models import Job
+from core.api.fields import IsoDateTimeField, OneOfField
+from notifications.models import Job, JobStatus, JobType, Priority
+
+# The values the job fields take, for the OpenAPI document's enums.
+JOB_FIELD_CHOICES: dict[str, list[str] | list[int]] = {
+    "type": JobType.values,
+    "status": JobStatus.values,
+    "priority": Priority.values,
+}
 
 
+def job_enum_field(name: str) -> OneOfField:
+    return OneOfField(choices=JOB_FIELD_CHOICES[name])
+
+
+# The 202 body's shape, for the schema only; job_accepted builds it (the hot path skips DRF).
+# (Comments, not docstrings, in this module: drf-spectacular shows docstrings to API clients.)
 class JobAcceptedSerializer(serializers.Serializer):
-    """The 202 body's shape, for the schema; :func:`job_accepted` builds it (the hot path skips DRF)."""
-
     jobId = serializers.CharField(source="id")
-    status = serializers.CharField()
-    type = serializers.CharField()
+    status = job_enum_field("status")
+    type = job_enum_field("type")
     createdAt = IsoDateTimeField(source="created_at")
 
 
@@ -62,3 +74,28 @@ class PaginationSerializer(serializers.Serializer):
 class JobPageSerializer(serializers.Serializer):
     data = JobSlimSerializer(many=True)  # type: ignore[assignment]  # the page's field, not Serializer.data
     pagination = PaginationSerializer()
+
+
+# Schema only: the job shapes above as the OpenAPI document gives them, with `type`, `status`
+# and `priority` as enums. The serializers above answer with the same values.
+class JobEnumsSchemaMixin(serializers.Serializer):
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        # Replacing a key keeps its place: the properties stay in the order the answers have them.
+        fields.update({name: job_enum_field(name) for name in JOB_FIELD_CHOICES if name in fields})
+        return fields
+
+
+@extend_schema_serializer(component_name="JobSlim")
+class JobSlimSchema(JobEnumsSchemaMixin, JobSlimSerializer):
+    pass
+
+
+@extend_schema_serializer(component_name="JobDetail")
+class JobDetailSchema(JobEnumsSchemaMixin, JobDetailSerializer):
+    pass
+
+
+@extend_schema_serializer(component_name="JobPage")
+class JobPageSchema(JobPageSerializer):
+    data = JobSlimSchema(many=True)

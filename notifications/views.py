@@ -5,7 +5,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +15,7 @@ from accounts.authentication import request_account
 from accounts.models import Account
 from core.api.envelope import success_response
 from core.api.fields import (
+    POSITIVE_INTEGER_SCHEMA,
     EmailAddressField,
     HeadersField,
     HttpsUrlField,
@@ -23,12 +24,21 @@ from core.api.fields import (
     PositiveIntegerParamField,
     TextField,
 )
+from core.api.schema import SESSION_ERROR_DESCRIPTIONS, error_responses
 from core.api.serializers import RequestSerializer
 from notifications.delivery.http import is_local_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType, Priority
 from notifications.selectors import job_get, job_list
-from notifications.serializers import JobAcceptedSerializer, JobDetailSerializer, JobPageSerializer, job_accepted
+from notifications.serializers import (
+    JobAcceptedSerializer,
+    JobDetailSchema,
+    JobDetailSerializer,
+    JobPageSchema,
+    JobPageSerializer,
+    job_accepted,
+    job_enum_field,
+)
 from notifications.services import email_job_create, job_retry, webhook_job_create
 from providers.names import ProviderName
 
@@ -52,6 +62,26 @@ def provider_field() -> OneOfField:
     return OneOfField(choices=ProviderName.values, required=False)
 
 
+# What the send endpoints answer besides 202, for the OpenAPI document.
+SEND_ERRORS = error_responses(
+    400,
+    401,
+    403,
+    409,
+    411,
+    413,
+    415,
+    429,
+    descriptions={
+        400: "The body breaks a rule (the message names the field), is not a JSON object, "
+        "or the API key was sent in both headers.",
+        403: "The account is inactive, its monthly quota is used up, or its plan or setup does not allow this send.",
+        409: "A job with this `idempotencyKey` exists already; no new job is created.",
+    },
+)
+JOB_NOT_FOUND = "No such job among the caller's jobs."
+
+
 class SendView(ApiKeyView):
     """Validate the body, create the job, answer 202 with its id."""
 
@@ -68,6 +98,7 @@ class SendView(ApiKeyView):
 
 
 class SendEmailView(SendView):
+    @extend_schema_serializer(component_name="EmailRequest")
     class InputSerializer(RequestSerializer):
         to = EmailAddressField()
         subject = TextField(max_length=SUBJECT_MAX_LENGTH, single_line=True)
@@ -79,7 +110,7 @@ class SendEmailView(SendView):
 
         def get_fields(self) -> dict[str, serializers.Field]:
             # Declared here because "from" is a Python keyword; placed after "body" so
-            # errors are reported in the order the spec lists the fields.
+            # errors are reported in the order docs/rules.md lists the fields.
             fields = list(super().get_fields().items())
             after_body = [name for name, _ in fields].index("body") + 1
             fields.insert(after_body, ("from", EmailAddressField(required=False)))
@@ -93,7 +124,19 @@ class SendEmailView(SendView):
                 raise serializers.ValidationError("`provider` and `fallback` must be different")
             return attrs
 
-    @extend_schema(summary="Queue an email", request=InputSerializer, responses={202: JobAcceptedSerializer})
+    @extend_schema(
+        summary="Queue an email",
+        description=(
+            "Validates the email and queues it as a job. The 202 answer confirms acceptance, not delivery: "
+            "follow the job with Get job status.\n\n"
+            "On the Free plan the sender is always the platform's `noreply` address, and `priority`, "
+            "`provider` and `fallback` are not allowed. On a paid plan the account needs a provider key and "
+            "a verified sending domain; `from` must be on that domain. `provider` forces the email through "
+            "that provider only, `fallback` (which requires `provider`) is tried if it fails."
+        ),
+        request=InputSerializer,
+        responses={202: JobAcceptedSerializer, **SEND_ERRORS},
+    )
     def post(self, request: Request) -> HttpResponse:
         return super().post(request)
 
@@ -112,6 +155,7 @@ class SendEmailView(SendView):
 
 
 class SendWebhookView(SendView):
+    @extend_schema_serializer(component_name="WebhookRequest")
     class InputSerializer(RequestSerializer):
         url = HttpsUrlField()
         payload = JsonObjectField()
@@ -130,7 +174,17 @@ class SendWebhookView(SendView):
                 raise serializers.ValidationError("payload must be at most 10kb")
             return payload
 
-    @extend_schema(summary="Queue a webhook delivery", request=InputSerializer, responses={202: JobAcceptedSerializer})
+    @extend_schema(
+        summary="Queue a webhook delivery",
+        description=(
+            "Queues an HTTP request to an HTTPS URL, carrying `payload` (at most 10 KB) as its JSON body "
+            "with `Content-Type: application/json` and any `headers` given. A 2xx answer completes the job; "
+            "a 5xx answer, a network error or a timeout is retried, up to 3 attempts; a 4xx answer fails it "
+            "at once. With a signing secret set, each delivery is signed."
+        ),
+        request=InputSerializer,
+        responses={202: JobAcceptedSerializer, **SEND_ERRORS},
+    )
     def post(self, request: Request) -> HttpResponse:
         return super().post(request)
 
@@ -153,13 +207,27 @@ def _job_detail(request: Request, job_id: str) -> Response:
 
 
 class JobDetailView(ApiKeyView):
-    @extend_schema(summary="Get job status", responses={200: JobDetailSerializer})
+    @extend_schema(
+        summary="Get job status",
+        description="One of the caller's jobs with all its fields and one delivery log per attempt.",
+        responses={
+            200: JobDetailSchema,
+            **error_responses(400, 401, 403, 404, 429, descriptions={404: JOB_NOT_FOUND}),
+        },
+    )
     def get(self, request: Request, job_id: str) -> Response:
         return _job_detail(request, job_id)
 
 
 class UserJobDetailView(AccountHolderView):
-    @extend_schema(summary="Get one of your jobs (dashboard session or API key)", responses={200: JobDetailSerializer})
+    @extend_schema(
+        summary="Get one of your jobs (dashboard session or API key)",
+        description="One of the account's jobs with all its fields and one delivery log per attempt.",
+        responses={
+            200: JobDetailSchema,
+            **error_responses(400, 401, 403, 404, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 404: JOB_NOT_FOUND}),
+        },
+    )
     def get(self, request: Request, job_id: str) -> Response:
         return _job_detail(request, job_id)
 
@@ -173,13 +241,31 @@ class JobListView(ApiKeyView):
 
     @extend_schema(
         summary="List jobs, newest first",
+        description="A page of the caller's jobs, newest first, without payloads or delivery logs. Filters combine.",
+        operation_id="notifications_jobs_list",
         parameters=[
-            OpenApiParameter("page", int, description="Page number, from 1"),
-            OpenApiParameter("limit", int, description=f"Jobs per page, at most {MAX_PAGE_SIZE}"),
-            OpenApiParameter("type", str, enum=JobType.values),
-            OpenApiParameter("status", str, enum=JobStatus.values),
+            OpenApiParameter("page", POSITIVE_INTEGER_SCHEMA, description="Page number, from 1", default=1),
+            OpenApiParameter(
+                "limit",
+                POSITIVE_INTEGER_SCHEMA,
+                description=f"Jobs per page; a larger value gives {MAX_PAGE_SIZE}",
+                default=20,
+            ),
+            OpenApiParameter("type", str, enum=JobType.values, description="Only jobs of this type"),
+            OpenApiParameter("status", str, enum=JobStatus.values, description="Only jobs in this status"),
         ],
-        responses={200: JobPageSerializer},
+        responses={
+            200: JobPageSchema,
+            **error_responses(
+                400,
+                401,
+                403,
+                429,
+                descriptions={
+                    400: "A query parameter is invalid (the message names it), or the API key was sent in both headers."
+                },
+            ),
+        },
     )
     def get(self, request: Request) -> Response:
         query = self.QuerySerializer(data=request.query_params.dict())
@@ -200,16 +286,33 @@ class JobListView(ApiKeyView):
 class JobRetryView(ApiKeyView):
     @extend_schema(
         summary="Re-queue a failed job",
+        description=(
+            "Puts a job in `failed` status back in the queue: its attempts start again, its delivery logs stay, "
+            "and an email keeps its `provider` and `fallback`."
+        ),
         request=None,
         responses={
             200: inline_serializer(
                 "JobRequeued",
                 {
                     "jobId": serializers.CharField(),
-                    "status": serializers.CharField(),
+                    "status": job_enum_field("status"),
                     "message": serializers.CharField(),
                 },
-            )
+            ),
+            **error_responses(
+                400,
+                401,
+                403,
+                404,
+                411,
+                429,
+                descriptions={
+                    400: "A paid account's failed email cannot be retried before a provider key is added, "
+                    "or the API key was sent in both headers.",
+                    404: "No such job among the caller's jobs, or it is not in `failed` status.",
+                },
+            ),
         },
     )
     def post(self, request: Request, job_id: str) -> Response:

@@ -24,6 +24,8 @@ def read_django_settings(sender: Celery, **kwargs: Any) -> None:
     at once. Settings do not change while a process runs, so the copy never goes stale.
     """
     celery_settings = {name: getattr(settings, name) for name in dir(settings) if name.startswith("CELERY_")}
+    # Spelled in upper case, this one is also Celery's pre-4.0 name, which it warns about.
+    celery_settings["task_publish_retry_policy"] = celery_settings.pop("CELERY_TASK_PUBLISH_RETRY_POLICY")
     sender.config_from_object(celery_settings, namespace="CELERY")
 
 

@@ -216,6 +216,12 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.wrap_responses_in_envelope",
     ],
+    # One name for a choice set used by fields of several names (`provider` and `fallback`).
+    "ENUM_NAME_OVERRIDES": {
+        "ProviderEnum": "providers.names.ProviderName.values",
+        "JobTypeEnum": "notifications.models.JobType.values",
+        "JobStatusEnum": "notifications.models.JobStatus.values",
+    },
 }
 # Largest request body the API parses; bigger ones get 413 before any JSON is read.
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)

@@ -1,4 +1,4 @@
-"""Serializer fields that accept exactly one JSON type and answer with the spec's messages.
+"""Serializer fields that accept exactly one JSON type and answer with the API's own messages.
 
 DRF's own fields coerce (``123`` becomes ``"123"``, ``"5"`` becomes ``5``) and word their
 errors their own way; a client of this API gets one plain sentence naming the field.
@@ -137,7 +137,11 @@ class HeadersField(StrictField):
         return data
 
 
-@extend_schema_field(OpenApiTypes.INT)
+# At least 1, at most nine digits, as PositiveIntegerParamField takes it.
+POSITIVE_INTEGER_SCHEMA = {"type": "integer", "minimum": 1, "maximum": 999_999_999}
+
+
+@extend_schema_field(POSITIVE_INTEGER_SCHEMA)
 class PositiveIntegerParamField(StrictField):
     """A query parameter of decimal digits, at least 1."""
 

@@ -1,8 +1,21 @@
-"""OpenAPI: show the envelope every response really has."""
+"""OpenAPI: the envelope every response really has, the API-key schemes, the errors an operation answers.
+
+The views import :func:`error_responses` from here, which also registers this module's
+drf-spectacular extensions before any schema is generated.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.plumbing import build_basic_type
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
+
+if TYPE_CHECKING:
+    from drf_spectacular.openapi import AutoSchema
 
 TIMESTAMP = {"type": "string", "format": "date-time", "example": "2026-11-21T10:04:05.123Z"}
 ERROR_ENVELOPE = {
@@ -15,6 +28,80 @@ ERROR_ENVELOPE = {
     "required": ["success", "error", "timestamp"],
 }
 
+# What each error status means, as a client reads it; an operation may word one more precisely.
+ERROR_DESCRIPTIONS: dict[int, str] = {
+    400: "The API key was sent in both `X-API-Key` and `Authorization`; send it in one.",
+    401: "The API key is missing or invalid.",
+    403: "The API key's account is inactive or deleted.",
+    404: "Not found.",
+    409: "The request clashes with what already exists.",
+    411: "The body was sent chunked; send it with a `Content-Length` header.",
+    413: "The request body is too large.",
+    415: "The request body is not `application/json`.",
+    429: "The API key's rate limit for the rolling minute is used up. No `Retry-After` is sent.",
+    502: "A provider refused the request or could not be reached.",
+}
+# For the account holder's endpoints, which take the dashboard's session as well as an API key.
+SESSION_ERROR_DESCRIPTIONS: dict[int, str] = {
+    401: "Neither a signed-in session nor an API key was sent, or the API key is invalid.",
+    403: "The account is inactive or deleted, or the signed-in user has no NotifyHub account. "
+    "With a session, a POST or DELETE also needs the CSRF token.",
+}
+
+
+def error_responses(*codes: int, descriptions: Mapping[int, str] | None = None) -> dict[int, OpenApiResponse]:
+    """The error answers of one operation, for ``@extend_schema(responses=...)``.
+
+    Each gets the error envelope's schema from :func:`wrap_responses_in_envelope`.
+    """
+    described = {**ERROR_DESCRIPTIONS, **(descriptions or {})}
+    return {code: OpenApiResponse(description=described[code]) for code in sorted(codes)}
+
+
+_API_KEY_DESCRIPTION = "An API key: `nh_` and 64 lowercase hexadecimal characters. Send it in one header only."
+API_KEY_SCHEMES: dict[str, dict[str, Any]] = {
+    "ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": _API_KEY_DESCRIPTION},
+    "BearerAuth": {"type": "http", "scheme": "bearer", "description": _API_KEY_DESCRIPTION},
+}
+
+
+class ApiKeySchemes(OpenApiAuthenticationExtension):
+    """The API key: in ``X-API-Key`` or as ``Authorization: Bearer``, either one.
+
+    Named by dotted path so that core imports nothing from the apps; it matches
+    ``ApiKeyIfSentAuthentication`` too, a subclass taking the same key.
+    """
+
+    target_class = "accounts.authentication.ApiKeyAuthentication"
+    match_subclasses = True
+    # No schemes registered from here: drf-spectacular registers them once per authentication
+    # class and would find the subclass's clashing with its base's. The hook below declares them.
+    name: list[str] = []
+
+    def get_security_requirement(self, auto_schema: AutoSchema) -> list[dict[str, list[Any]]]:
+        # A list of requirements means either one will do (OpenAPI's OR).
+        return [{name: []} for name in API_KEY_SCHEMES]
+
+    def get_security_definition(self, auto_schema: AutoSchema) -> list[dict[str, Any]]:
+        return []
+
+
+class OneOfFieldSchema(OpenApiSerializerFieldExtension):
+    """``OneOfField``: an enum of its choices, typed by their JSON type (``integer`` or ``string``)."""
+
+    target_class = "core.api.fields.OneOfField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
+        choices = list(self.target.choices)
+        if all(isinstance(choice, int) and not isinstance(choice, bool) for choice in choices):
+            schema = build_basic_type(OpenApiTypes.INT)
+        elif all(isinstance(choice, str) for choice in choices):
+            schema = build_basic_type(OpenApiTypes.STR)
+        else:
+            schema = {}  # mixed types: the enum alone says what is allowed
+        return {**(schema or {}), "enum": choices}
+
 
 def _success_envelope(data_schema: dict[str, Any]) -> dict[str, Any]:
     return {
@@ -25,8 +112,13 @@ def _success_envelope(data_schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def wrap_responses_in_envelope(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """drf-spectacular post-processing hook: wrap each JSON response schema in the envelope."""
-    result.setdefault("components", {}).setdefault("schemas", {})["ErrorEnvelope"] = ERROR_ENVELOPE
+    """drf-spectacular post-processing hook: wrap each JSON response schema in the envelope.
+
+    It also declares the API-key security schemes that :class:`ApiKeySchemes` refers to.
+    """
+    components = result.setdefault("components", {})
+    components.setdefault("schemas", {})["ErrorEnvelope"] = ERROR_ENVELOPE
+    components["securitySchemes"] = {**API_KEY_SCHEMES, **components.get("securitySchemes", {})}
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             for code, response in operation.get("responses", {}).items():

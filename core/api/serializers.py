@@ -9,15 +9,14 @@ from rest_framework import serializers
 FieldT = TypeVar("FieldT", bound=serializers.Field)
 
 
+# A serializer that checks a request's body or query string, cheaply enough for the send path.
+#
+# DRF gives each serializer instance deep copies of the declared fields, and deep-copying
+# them was over half of what validating a send cost (bench/README.md). A serializer needs
+# fields of its own only because binding sets their name and parent; nothing else in a
+# field changes after construction, so a shallow clone serves.
+# (A comment, not a docstring: drf-spectacular would show a docstring to API clients.)
 class RequestSerializer(serializers.Serializer):
-    """A serializer that checks a request's body or query string, cheaply enough for the send path.
-
-    DRF gives each serializer instance deep copies of the declared fields, and deep-copying
-    them was over half of what validating a send cost (bench/README.md). A serializer needs
-    fields of its own only because binding sets their name and parent; nothing else in a
-    field changes after construction, so a shallow clone serves.
-    """
-
     def get_fields(self) -> dict[str, serializers.Field]:
         return {name: _clone(field) for name, field in self._declared_fields.items()}
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request, server_error
+from rest_framework.exceptions import APIException
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
@@ -31,10 +33,29 @@ class EnvelopeNegotiation(DefaultContentNegotiation):
         return renderer, renderer.media_type
 
 
+BODY_METHODS = {"POST", "PUT", "PATCH"}
+
+
+class LengthRequired(APIException):
+    status_code = 411
+    default_detail = "Send the request body with a Content-Length header, not chunked"
+
+
 class ApiView(APIView):
     """The base of every API endpoint: the envelope, and the error handler's messages."""
 
     content_negotiation_class = EnvelopeNegotiation
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # Django reads a body by its Content-Length alone: a chunked body would arrive empty
+        # and be answered as if fields were missing.
+        if (
+            request.method in BODY_METHODS
+            and "HTTP_TRANSFER_ENCODING" in request.META
+            and not request.META.get("CONTENT_LENGTH")
+        ):
+            raise LengthRequired()
+        super().initial(request, *args, **kwargs)
 
 
 @csrf_exempt

@@ -1,8 +1,87 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from drf_spectacular.drainage import GENERATOR_STATS
+from openapi_spec_validator import validate
 
 from tests.clients import APIClient
+
+KEY_ONLY = [{"ApiKeyAuth": []}, {"BearerAuth": []}]
+ACCOUNT_HOLDER = [{"ApiKeyAuth": []}, {"BearerAuth": []}, {"cookieAuth": []}]
+EVERY_CALLER = {400, 401, 403, 429}  # both key headers, no or a bad key, an inactive account, the rate limit
+WITH_BODY = {411, 413, 415}
+
+# Every operation: who may call it, and the error statuses it can answer.
+OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] = {
+    ("/api/v1/ping", "get"): (KEY_ONLY, EVERY_CALLER),
+    ("/api/v1/notifications/email", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
+    ("/api/v1/notifications/webhook", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
+    ("/api/v1/notifications/jobs", "get"): (KEY_ONLY, EVERY_CALLER),
+    ("/api/v1/notifications/jobs/{job_id}", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
+    ("/api/v1/notifications/jobs/{job_id}/retry", "post"): (KEY_ONLY, EVERY_CALLER | {404, 411}),
+    ("/api/v1/user/jobs/{job_id}", "get"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
+    ("/api/v1/user/domain", "get"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
+    ("/api/v1/user/domain", "delete"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
+    ("/api/v1/user/domain/request", "post"): (ACCOUNT_HOLDER, EVERY_CALLER | WITH_BODY | {409, 502}),
+    ("/api/v1/user/domain/verify", "post"): (ACCOUNT_HOLDER, EVERY_CALLER | {404, 411}),
+}
+# Operations with a body: its component, its properties and the required ones.
+REQUEST_BODIES = {
+    ("/api/v1/notifications/email", "post"): (
+        "EmailRequest",
+        {"to", "subject", "body", "from", "priority", "idempotencyKey", "provider", "fallback"},
+        {"to", "subject", "body"},
+    ),
+    ("/api/v1/notifications/webhook", "post"): (
+        "WebhookRequest",
+        {"url", "payload", "method", "headers", "priority", "idempotencyKey"},
+        {"url", "payload"},
+    ),
+    ("/api/v1/user/domain/request", "post"): ("DomainRequest", {"domain"}, {"domain"}),
+}
+PROVIDERS = ["SENDGRID", "RESEND", "POSTMARK"]
+JOB_TYPES = ["email", "webhook"]
+JOB_STATUSES = ["pending", "processing", "completed", "failed"]
+# Words of the implementation that have no place in a client's documentation.
+IMPLEMENTATION_WORDS = re.compile(
+    r"bench|deep-cop|\bCPU\b|µs|hot path|:func:|docs/|\bDRF\b|serializer|drf-spectacular|shallow clone",
+    re.IGNORECASE,
+)
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    response = APIClient().get("/api/v1/schema/?format=json")
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+def resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        prefix = "#/components/schemas/"
+        assert node["$ref"].startswith(prefix)
+        node = schema["components"]["schemas"][node["$ref"].removeprefix(prefix)]
+    return node
+
+
+def enum_of(schema: dict[str, Any], node: dict[str, Any]) -> tuple[str, list[Any]]:
+    resolved = resolve(schema, node)
+    return resolved["type"], resolved["enum"]
+
+
+def component(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    return schema["components"]["schemas"][name]
+
+
+def json_body(response: dict[str, Any]) -> dict[str, Any]:
+    return response["content"]["application/json"]["schema"]
 
 
 def test_the_openapi_document_describes_the_api(db: None) -> None:
@@ -32,3 +111,154 @@ def test_the_docs_page_is_served(db: None) -> None:
 
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
+
+
+def test_the_document_is_valid_openapi(schema: dict[str, Any]) -> None:
+    validate(schema)
+
+
+def test_generating_the_document_warns_of_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    GENERATOR_STATS.reset()
+    try:
+        call_command("spectacular", "--fail-on-warn", "--validate", "--file", str(tmp_path / "schema.yaml"))
+    except Exception as error:
+        pytest.fail(f"{error}\n{capsys.readouterr().err}")
+
+
+def test_the_document_lists_exactly_the_api_operations(schema: dict[str, Any]) -> None:
+    listed = {(path, method) for path, operations in schema["paths"].items() for method in operations}
+
+    assert listed == set(OPERATIONS)
+
+
+@pytest.mark.parametrize(("path", "method"), list(OPERATIONS))
+def test_each_request_body_has_its_own_component(schema: dict[str, Any], path: str, method: str) -> None:
+    operation = schema["paths"][path][method]
+
+    if (path, method) not in REQUEST_BODIES:
+        assert "requestBody" not in operation
+        return
+    name, properties, required = REQUEST_BODIES[path, method]
+    body = operation["requestBody"]
+    assert body["required"] is True
+    assert set(body["content"]) == {"application/json"}
+    assert body["content"]["application/json"]["schema"] == {"$ref": f"#/components/schemas/{name}"}
+    assert set(component(schema, name)["properties"]) == properties
+    assert set(component(schema, name)["required"]) == required
+
+
+def test_the_email_request_fields_have_their_types(schema: dict[str, Any]) -> None:
+    email = component(schema, "EmailRequest")["properties"]
+
+    assert enum_of(schema, email["priority"]) == ("integer", [1, 5, 10])
+    assert enum_of(schema, email["provider"]) == ("string", PROVIDERS)
+    assert enum_of(schema, email["fallback"]) == ("string", PROVIDERS)
+    for name in ["to", "from"]:
+        assert email[name] == {"type": "string", "format": "email"}
+    for name in ["subject", "body", "idempotencyKey"]:
+        assert email[name] == {"type": "string"}
+
+
+def test_the_webhook_request_fields_have_their_types(schema: dict[str, Any]) -> None:
+    webhook = component(schema, "WebhookRequest")["properties"]
+
+    assert enum_of(schema, webhook["priority"]) == ("integer", [1, 5, 10])
+    assert enum_of(schema, webhook["method"]) == ("string", ["POST", "PUT", "PATCH", "DELETE"])
+    assert webhook["url"] == {"type": "string", "format": "uri"}
+    assert webhook["payload"]["type"] == "object"
+    assert webhook["headers"] == {"type": "object", "additionalProperties": {"type": "string"}}
+
+
+def test_the_domain_request_takes_a_host_name(schema: dict[str, Any]) -> None:
+    assert component(schema, "DomainRequest")["properties"]["domain"] == {"type": "string", "format": "hostname"}
+
+
+@pytest.mark.parametrize("name", ["JobAccepted", "JobSlim", "JobDetail"])
+def test_the_job_shapes_give_type_and_status_as_enums(schema: dict[str, Any], name: str) -> None:
+    job = component(schema, name)["properties"]
+
+    assert enum_of(schema, job["type"]) == ("string", JOB_TYPES)
+    assert enum_of(schema, job["status"]) == ("string", JOB_STATUSES)
+    if name != "JobAccepted":
+        assert enum_of(schema, job["priority"]) == ("integer", [1, 5, 10])
+
+
+def test_the_job_shapes_are_the_ones_answered(schema: dict[str, Any]) -> None:
+    def answered(path: str, method: str, status: str) -> dict[str, Any]:
+        return json_body(schema["paths"][path][method]["responses"][status])["properties"]["data"]
+
+    assert answered("/api/v1/notifications/email", "post", "202") == {"$ref": "#/components/schemas/JobAccepted"}
+    assert answered("/api/v1/notifications/jobs", "get", "200") == {"$ref": "#/components/schemas/JobPage"}
+    assert component(schema, "JobPage")["properties"]["data"]["items"] == {"$ref": "#/components/schemas/JobSlim"}
+    for path in ["/api/v1/notifications/jobs/{job_id}", "/api/v1/user/jobs/{job_id}"]:
+        assert answered(path, "get", "200") == {"$ref": "#/components/schemas/JobDetail"}
+    requeued = component(schema, "JobRequeued")["properties"]
+    assert enum_of(schema, requeued["status"]) == ("string", JOB_STATUSES)
+
+
+def test_the_job_list_filters_are_enums(schema: dict[str, Any]) -> None:
+    parameters = {p["name"]: p for p in schema["paths"]["/api/v1/notifications/jobs"]["get"]["parameters"]}
+
+    assert set(parameters) == {"page", "limit", "type", "status"}
+    assert all(parameter["in"] == "query" and not parameter.get("required") for parameter in parameters.values())
+    assert parameters["type"]["schema"]["type"] == "string"
+    assert sorted(parameters["type"]["schema"]["enum"]) == sorted(JOB_TYPES)
+    assert parameters["status"]["schema"]["type"] == "string"
+    assert sorted(parameters["status"]["schema"]["enum"]) == sorted(JOB_STATUSES)
+    for name in ["page", "limit"]:
+        assert parameters[name]["schema"]["type"] == "integer"
+        assert parameters[name]["schema"]["minimum"] == 1
+
+
+def test_the_api_key_schemes_are_declared(schema: dict[str, Any]) -> None:
+    schemes = schema["components"]["securitySchemes"]
+
+    assert set(schemes) == {"ApiKeyAuth", "BearerAuth", "cookieAuth"}
+    assert {k: schemes["ApiKeyAuth"][k] for k in ["type", "in", "name"]} == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+    }
+    assert {k: schemes["BearerAuth"][k] for k in ["type", "scheme"]} == {"type": "http", "scheme": "bearer"}
+    assert schema.get("security") is None  # no document-wide default: each operation says
+
+
+@pytest.mark.parametrize(("path", "method"), list(OPERATIONS))
+def test_each_operation_names_who_may_call_it(schema: dict[str, Any], path: str, method: str) -> None:
+    security, _ = OPERATIONS[path, method]
+
+    assert schema["paths"][path][method]["security"] == security
+
+
+@pytest.mark.parametrize(("path", "method"), list(OPERATIONS))
+def test_each_operation_lists_the_errors_it_answers(schema: dict[str, Any], path: str, method: str) -> None:
+    _, errors = OPERATIONS[path, method]
+    responses = schema["paths"][path][method]["responses"]
+
+    assert {int(code) for code in responses if not code.startswith("2")} == errors
+    for code in errors:
+        assert responses[str(code)]["description"]
+        assert json_body(responses[str(code)]) == {"$ref": "#/components/schemas/ErrorEnvelope"}
+    assert set(component(schema, "ErrorEnvelope")["required"]) == {"success", "error", "timestamp"}
+
+
+def _texts(node: Any, where: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("description", "summary", "title") and isinstance(value, str):
+                yield f"{where}/{key}", value
+            else:
+                yield from _texts(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _texts(item, f"{where}/{index}")
+
+
+def test_the_descriptions_are_for_clients(schema: dict[str, Any]) -> None:
+    texts = dict(_texts(schema))
+    leaks = {where: text for where, text in texts.items() if IMPLEMENTATION_WORDS.search(text)}
+
+    assert leaks == {}
+    for path, method in OPERATIONS:
+        assert texts[f"/paths/{path}/{method}/summary"]
+        assert texts[f"/paths/{path}/{method}/description"]
