@@ -65,7 +65,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 # Requests to /api/v1/ that carry an API key need none of the browser's middleware: they run
-# with this list instead (notifyhub/handlers.py). Security headers and the Host check stay.
+# with this list instead (core/handlers.py). Security headers and the Host check stay.
 API_KEY_MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
