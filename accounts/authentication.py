@@ -15,6 +15,9 @@ from accounts.selectors import api_key_find
 from core.api.headers import header_api_key
 from core.errors import InvalidRequest, NotPermitted
 
+# Both ways to send a key, named in every 401 (RFC 9110 section 11.6.1: one challenge per scheme).
+API_KEY_CHALLENGE = 'Bearer realm="NotifyHub", ApiKey realm="NotifyHub", header="X-API-Key"'
+
 
 def presented_api_key(request: Request) -> str | None:
     """The key from ``X-API-Key`` or ``Authorization: Bearer``; both at once is a 400."""
@@ -40,7 +43,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         return user, api_key
 
     def authenticate_header(self, request: Request) -> str:
-        return 'Bearer realm="api"'
+        return API_KEY_CHALLENGE
 
 
 class ApiKeyIfSentAuthentication(ApiKeyAuthentication):

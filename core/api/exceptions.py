@@ -63,4 +63,6 @@ def _status_and_message(exc: Exception) -> tuple[int, str]:
 def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """No ``Retry-After`` is ever set: a 429 carries none (docs/rules.md)."""
     status, message = _status_and_message(exc)
-    return Response({"error": message}, status=status)
+    # DRF puts the authenticator's challenge on a 401 it raises; the client learns how to sign in.
+    challenge = getattr(exc, "auth_header", None)
+    return Response({"error": message}, status=status, headers={"WWW-Authenticate": challenge} if challenge else None)

@@ -21,6 +21,24 @@ from core.api.envelope import iso_utc_or_none
 
 # RFC 9110 field-name token.
 HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# Visible ASCII, spaces and tabs: what every HTTP stack sends unchanged (RFC 9110 field values
+# also allow obsolete Latin-1 bytes, which clients decode differently).
+HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+# Hop-by-hop and framing headers: the HTTP client writes these for the request it sends.
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "upgrade",
+        "expect",
+    }
+)
 MAX_HEADERS = 50
 
 
@@ -62,11 +80,15 @@ class TextField(StrictField):
             self.reject(f"{{name}} must be at most {self.max_length} characters")
         if self.single_line and ("\r" in data or "\n" in data):
             self.reject("{name} must be a single line")
+        if "\0" in data:
+            self.reject("{name} must not contain NUL characters")
         return data
 
 
 @extend_schema_field(OpenApiTypes.EMAIL)
 class EmailAddressField(StrictField):
+    """An address at a public DNS name: a hosted service has no business mailing ``localhost`` or an IP literal."""
+
     invalid_message = required_message = "{name} must be an email"
 
     def to_internal_value(self, data: Any) -> str:
@@ -75,6 +97,8 @@ class EmailAddressField(StrictField):
         try:
             validate_email(data)
         except DjangoValidationError:
+            self.fail("invalid")
+        if not is_domain_name(data.rpartition("@")[2]):
             self.fail("invalid")
         return data
 
@@ -132,7 +156,9 @@ class HeadersField(StrictField):
         for name, value in data.items():
             if not HEADER_NAME.fullmatch(name):
                 self.reject(f"{{name}} has an invalid header name: {name!r}")
-            if "\r" in value or "\n" in value or "\0" in value:
+            if name.lower() in RESERVED_HEADERS:
+                self.reject(f"{{name}} must not set {name}: it describes the connection, which NotifyHub manages")
+            if not HEADER_VALUE.fullmatch(value):
                 self.reject(f"{{name}} has an invalid value for {name}")
         return data
 
@@ -155,8 +181,9 @@ class PositiveIntegerParamField(StrictField):
         return int(data)
 
 
-# A registrable DNS name: labels of letters, digits and inner hyphens, a letter-only TLD.
-DOMAIN_NAME = re.compile(r"(?=.{4,253}$)((?!-)[a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}")
+# A registrable DNS name: labels of letters, digits and inner hyphens, a letter-only TLD (or
+# an internationalised one in its IDNA form, xn--...).
+DOMAIN_NAME = re.compile(r"(?=.{4,253}$)((?!-)[a-z0-9-]{1,63}(?<!-)\.)+([a-z]{2,63}|xn--[a-z0-9-]{1,59})")
 
 
 @extend_schema_field(OpenApiTypes.HOSTNAME)
@@ -170,6 +197,15 @@ class DomainNameField(StrictField):
         if not DOMAIN_NAME.fullmatch(name):
             self.fail("invalid")
         return name
+
+
+def is_domain_name(name: str) -> bool:
+    """A dotted DNS name with a letter-only top-level label; internationalised names by their IDNA form."""
+    try:
+        ascii_name = name.encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        return False
+    return DOMAIN_NAME.fullmatch(ascii_name) is not None
 
 
 class IsoDateTimeField(serializers.DateTimeField):

@@ -1,9 +1,10 @@
 """The one HTTP client for customer endpoints, and the address rule it shares with the API.
 
-requests-hardened resolves the host once, refuses private, loopback, link-local, CG-NAT
-and other internal targets (IPv4 and IPv6), and connects to the address it checked, so a
-DNS answer cannot change between the check and the connection. Redirects are never
-followed. One pooled session per process and configuration keeps connections alive.
+requests-hardened resolves the host once and connects to the address it checked, so a DNS
+answer cannot change between the check and the connection. The check is ours,
+:func:`is_public_address`, both here at connect time and when a send is accepted: only
+globally routable unicast addresses pass. Redirects are never followed. One pooled session
+per process and configuration keeps connections alive.
 """
 
 from __future__ import annotations
@@ -14,12 +15,22 @@ import os
 import threading
 from functools import cache
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import certifi
 import requests
 from django.conf import settings
 from requests_hardened import Config, HTTPSession
+from requests_hardened.ip_filter import InvalidIPAddress
+from requests_hardened.ip_filter_adapter import IPFilterAdapter
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+# The IPv6 global unicast space; everything outside it (IPv4-compatible ::/96, IPv4-translated
+# ::ffff:0:0:0/96, site-local fec0::/10, NAT64 64:ff9b::/96...) reaches somewhere we cannot judge.
+GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+# Inside it, prefixes that tunnel to an IPv4 address of any kind: 6to4 and Teredo.
+TUNNELS = (ipaddress.ip_network("2002::/16"), ipaddress.ip_network("2001::/32"))
 
 
 def webhook_session() -> requests.Session:
@@ -39,6 +50,9 @@ def _session(*, block_private: bool, timeout: int, ca_bundle: str | None) -> req
         default_timeout=(timeout, timeout),
     )
     session = HTTPSession(config)
+    if block_private:
+        for scheme in ("http://", "https://"):
+            session.mount(scheme, PublicAddressAdapter(is_https_proto=scheme == "https://"))
     session.trust_env = False  # no proxies or CA settings from the environment
     session.verify = _trusted_cas(ca_bundle) if ca_bundle else certifi.where()
     return session
@@ -61,10 +75,20 @@ def _trusted_cas(extra_bundle: str) -> str:
     return str(combined)
 
 
-def is_local_target(url: str) -> bool:
-    """Whether the URL names localhost or a literal non-public IP address.
+def is_public_address(address: IPAddress) -> bool:
+    """Whether a webhook may connect to ``address``: a globally routable unicast address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return is_public_address(address.ipv4_mapped)
+        if address not in GLOBAL_UNICAST or any(address in tunnel for tunnel in TUNNELS):
+            return False
+    return address.is_global and not address.is_multicast
 
-    Only what the URL says, checked when a send is accepted: names that resolve to private
+
+def is_local_target(url: str) -> bool:
+    """Whether the URL names localhost or a literal IP address that is not public.
+
+    Only what the URL says, checked when a send is accepted: names that resolve to other
     addresses are refused at delivery, where the resolved address is checked and connected to.
     """
     host = (urlsplit(url).hostname or "").rstrip(".").lower()
@@ -74,6 +98,18 @@ def is_local_target(url: str) -> bool:
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    return not address.is_global
+    return not is_public_address(address)
+
+
+class PublicAddressAdapter(IPFilterAdapter):
+    """requests-hardened's adapter, with :func:`is_public_address` judging the address it pinned.
+
+    Its own filter asks ``is_private``, which lets IPv4-compatible and site-local IPv6 through.
+    """
+
+    def build_connection_pool_key_attributes(self, *args: Any, **kwargs: Any) -> Any:
+        host_params, pool_kwargs = super().build_connection_pool_key_attributes(*args, **kwargs)
+        address = ipaddress.ip_address(host_params["host"].strip("[]"))
+        if not is_public_address(address):
+            raise InvalidIPAddress(address)
+        return host_params, pool_kwargs

@@ -80,3 +80,46 @@ def test_a_chunked_body_is_a_411_not_a_misleading_400(free: Client) -> None:
 
     assert_error(response, 411, "Send the request body with a Content-Length header, not chunked")
     assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "overrides", "message"),
+    [
+        (WEBHOOK_PATH, {"idempotencyKey": "key\x00"}, "idempotencyKey must not contain NUL characters"),
+        (EMAIL_PATH, {"subject": "Hi\x00there"}, "subject must not contain NUL characters"),
+        (EMAIL_PATH, {"body": "<p>\x00</p>"}, "body must not contain NUL characters"),
+        (WEBHOOK_PATH, {"headers": {"X-Mood": "😀"}}, "headers has an invalid value for X-Mood"),
+        (WEBHOOK_PATH, {"headers": {"X-Latin": "caf\xe9"}}, "headers has an invalid value for X-Latin"),
+        *[
+            (
+                WEBHOOK_PATH,
+                {"headers": {name: "1"}},
+                f"headers must not set {name}: it describes the connection, which NotifyHub manages",
+            )
+            for name in ["Transfer-Encoding", "Content-Length", "Host", "Connection", "Upgrade", "TE"]
+        ],
+        (EMAIL_PATH, {"to": "a@localhost"}, "to must be an email"),
+        (EMAIL_PATH, {"to": "a@[127.0.0.1]"}, "to must be an email"),
+        (EMAIL_PATH, {"to": "a@intranet"}, "to must be an email"),
+    ],
+)
+def test_text_the_service_cannot_store_or_send_is_refused(
+    startup: Client, path: str, overrides: dict[str, object], message: str
+) -> None:
+    send = startup.send_webhook if path == WEBHOOK_PATH else startup.send_email
+
+    assert_error(send(**overrides), 400, message)
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("to", ["user@example.com", "user@müller.de", "user@xn--e1afmkfd.xn--p1ai"])
+def test_recipients_at_public_names_are_accepted(free: Client, to: str) -> None:
+    assert free.send_email(to=to).status_code == 202  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("headers", [{}, {"HTTP_X_API_KEY": "nh_wrong"}])
+def test_a_401_names_both_ways_to_send_the_key(free: Client, headers: dict[str, str]) -> None:
+    response = free.http.get("/api/v1/ping", **headers)
+
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Bearer realm="NotifyHub", ApiKey realm="NotifyHub", header="X-API-Key"'
