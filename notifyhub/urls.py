@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
 from accounts.views import PingView
-from core.api.views import api_not_found
+from core.api.views import SchemaView, api_not_found
 from domains.views import DomainView
 from notifications.views import UserJobDetailView
 
@@ -15,7 +15,7 @@ urlpatterns = [
     path("api/v1/user/domain/", include("domains.urls")),
     path("api/v1/user/domain", DomainView.as_view()),
     path("api/v1/user/jobs/<str:job_id>", UserJobDetailView.as_view(), name="user-job-detail"),
-    path("api/v1/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/v1/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     re_path(r"^api/(?P<path>.*)$", api_not_found),
     path("admin/", admin.site.urls),

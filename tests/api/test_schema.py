@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -262,3 +265,40 @@ def test_the_descriptions_are_for_clients(schema: dict[str, Any]) -> None:
     for path, method in OPERATIONS:
         assert texts[f"/paths/{path}/{method}/summary"]
         assert texts[f"/paths/{path}/{method}/description"]
+
+
+FIRST_REQUESTS_AT_ONCE = """
+import threading
+
+import django
+
+django.setup()
+from django.test import Client
+
+statuses, start = [], threading.Barrier(8)
+
+
+def fetch():
+    client = Client(HTTP_HOST="localhost")
+    start.wait()
+    statuses.append(client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").status_code)
+
+
+threads = [threading.Thread(target=fetch) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(sorted(statuses))
+"""
+
+
+def test_a_fresh_process_serves_eight_first_requests_at_once() -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(root)}
+
+    run = subprocess.run(
+        [sys.executable, "-c", FIRST_REQUESTS_AT_ONCE], cwd=root, env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert run.stdout.strip().splitlines()[-1] == str([200] * 8), run.stderr[-2000:]
