@@ -175,6 +175,21 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# --- HTTPS ---------------------------------------------------------------------------
+# Production runs behind a TLS proxy: redirect plain HTTP, send HSTS, keep cookies off plain
+# connections. The embedded local run is plain http://127.0.0.1, so there it is off.
+HTTPS_ONLY = env_bool("HTTPS_ONLY", not EMBEDDED_MODE and not DEBUG)
+if HTTPS_ONLY:
+    SECURE_SSL_REDIRECT = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    # The header the TLS proxy sets to say the client spoke HTTPS; empty when nothing sits in front.
+    _proto_header = env_str("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto")
+    if _proto_header:
+        SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proto_header.upper().replace("-", "_"), "https")
+
 # --- Auth, i18n, static ---------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

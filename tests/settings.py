@@ -9,6 +9,10 @@ os.environ.setdefault("NOTIFYHUB_VAR_DIR", str(Path(__file__).resolve().parent.p
 
 from notifyhub.settings import *  # noqa: F403
 
+# The test client speaks plain HTTP; tests/test_deploy.py checks the HTTPS settings.
+HTTPS_ONLY = SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
+SECURE_HSTS_SECONDS = 0
+
 # Hashing cost is not under test; fast hashes keep account fixtures cheap.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
