@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from accounts.crypto import decrypt
 from accounts.keys import api_key_digest, is_well_formed
 from accounts.models import Account, ApiKey, ProviderKey, SigningSecret
+from core.crypto import decrypt
 from providers.base import Credentials
 
 # Every API request starts here, so the lookup is one plain statement: compiling the ORM

@@ -9,9 +9,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.billing import billing_period, us_date
-from accounts.crypto import encrypt
 from accounts.keys import api_key_digest, generate_api_key
 from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
+from core.crypto import encrypt
 from core.errors import QuotaExceeded
 
 

@@ -28,8 +28,10 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ["id", "account__user__email", "idempotency_key"]
     list_select_related = ["account__user"]
     date_hierarchy = "created_at"
-    # State changes go through the services (and the API's retry); the admin only shows.
-    readonly_fields = [field.name for field in Job._meta.fields]
+    # State changes go through the services (and the API's retry); the admin only shows, and
+    # never a secret.
+    exclude = ["url_credentials"]
+    readonly_fields = [field.name for field in Job._meta.fields if field.name != "url_credentials"]
     inlines = [DeliveryLogInline]
 
     def has_add_permission(self, request: object) -> bool:

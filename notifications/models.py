@@ -42,6 +42,8 @@ class Job(models.Model):
     provider = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
     fallback = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    # A webhook URL's ``user:password``, encrypted; the payload keeps the URL with ``***`` in its place.
+    url_credentials = models.TextField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=MAX_ATTEMPTS)
     # Times a worker took the job. More than attempts + 1 at a claim means workers died holding

@@ -10,9 +10,11 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import configured_providers
+from core.crypto import encrypt
 from core.errors import InvalidRequest, NotFound, NotPermitted, SenderNotAllowed, SendingNotReady
 from domains.services import sender_address
 from notifications import store
+from notifications.delivery.http import split_credentials
 from notifications.models import Job, JobStatus, JobType
 from notifications.queue import job_enqueue
 from notifications.selectors import parse_job_id
@@ -96,12 +98,14 @@ def webhook_job_create(
     priority: int | None = None,
     idempotency_key: str | None = None,
 ) -> Job:
+    masked_url, credentials = split_credentials(url)
     return _job_create(
         account=account,
         type=JobType.WEBHOOK,
-        payload={"url": url, "method": method, "headers": headers or {}, "payload": payload},
+        payload={"url": masked_url, "method": method, "headers": headers or {}, "payload": payload},
         priority=priority,
         idempotency_key=idempotency_key,
+        url_credentials=encrypt(credentials) if credentials else None,
     )
 
 
@@ -118,6 +122,7 @@ def _job_create(
     idempotency_key: str | None,
     provider: str | None = None,
     fallback: str | None = None,
+    url_credentials: str | None = None,
 ) -> Job:
     """Stores the job, spends quota and queues it once committed; a duplicate or a refusal leaves no trace."""
     job = Job(
@@ -128,6 +133,7 @@ def _job_create(
         idempotency_key=idempotency_key,
         provider=provider,
         fallback=fallback,
+        url_credentials=url_credentials,
         requeue_at=_requeue_time(),
     )
     store.insert(job, counted=_counts_against_quota(account=account, job_type=type))

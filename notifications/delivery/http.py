@@ -16,7 +16,7 @@ import threading
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import certifi
 import requests
@@ -113,3 +113,25 @@ class PublicAddressAdapter(IPFilterAdapter):
         if not is_public_address(address):
             raise InvalidIPAddress(address)
         return host_params, pool_kwargs
+
+
+MASK = "***"
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """The URL with its ``user:password@`` replaced by ``***@``, and what was there (None if nothing).
+
+    The masked URL is what is stored and shown; the credentials are kept apart, encrypted.
+    """
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    return urlunsplit(parts._replace(netloc=f"{MASK}@{host}")), userinfo
+
+
+def with_credentials(masked_url: str, credentials: str) -> str:
+    """The URL :func:`split_credentials` masked, with its credentials back in place."""
+    parts = urlsplit(masked_url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{credentials}@{host}"))

@@ -10,8 +10,9 @@ from django.conf import settings
 from requests.structures import CaseInsensitiveDict
 from requests_hardened.ip_filter import InvalidIPAddress
 
+from core.crypto import decrypt
 from core.signing import signature_header
-from notifications.delivery.http import webhook_session
+from notifications.delivery.http import webhook_session, with_credentials
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job
@@ -45,9 +46,7 @@ def deliver_webhook(job: Job, *, attempt: int, signing_secret: str | None) -> At
     headers = build_headers(job, attempt=attempt, body=body, secret=signing_secret, now=int(time.time()))
     started = time.monotonic()
     try:
-        response = webhook_session().request(
-            job.payload["method"], job.payload["url"], data=body, headers=headers, stream=True
-        )
+        response = webhook_session().request(job.payload["method"], _url(job), data=body, headers=headers, stream=True)
     except requests.RequestException as error:
         return _network_failure(error, duration_ms=elapsed_ms(started))
     try:
@@ -55,6 +54,11 @@ def deliver_webhook(job: Job, *, attempt: int, signing_secret: str | None) -> At
     finally:
         response.close()
     return _classify(response.status_code, response.reason, excerpt, duration_ms=elapsed_ms(started))
+
+
+def _url(job: Job) -> str:
+    url: str = job.payload["url"]
+    return with_credentials(url, decrypt(job.url_credentials)) if job.url_credentials else url
 
 
 def _read_excerpt(response: requests.Response) -> str:
