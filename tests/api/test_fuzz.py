@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -83,3 +84,62 @@ def test_the_list_endpoint_never_fails_on_bad_parameters(client: Client, params:
 def test_job_ids_never_fail(client: Client, job_id: str) -> None:
     reset_rate_limits()
     assert_envelope(client.get(f"/api/v1/notifications/jobs/{job_id}"))
+
+
+# Raw JSON text, so what no Python value can express reaches the parser too: deep nesting, lone
+# surrogate escapes, numbers past a double's range, NUL, duplicate keys.
+json_atoms = st.one_of(
+    st.text(st.characters(codec=None, exclude_categories=()), max_size=12).map(json.dumps),
+    st.sampled_from(['"\\ud800"', '"\\udfff x"', '"\\u0000"', '"a\\u0000b"', "1e400", "-1e999", "1e-400", "0.0"]),
+    st.integers(min_value=-(10**40), max_value=10**40).map(str),
+    st.sampled_from(["true", "false", "null"]),
+)
+raw_values = st.recursive(
+    json_atoms,
+    lambda children: st.one_of(
+        st.lists(children, max_size=3).map(lambda items: "[" + ",".join(items) + "]"),
+        st.lists(st.tuples(json_atoms.filter(lambda atom: atom.startswith('"')), children), max_size=3).map(
+            lambda pairs: "{" + ",".join(f"{key}:{value}" for key, value in pairs) + "}"
+        ),
+    ),
+    max_leaves=10,
+)
+nested = st.integers(min_value=1, max_value=1200).map(lambda depth: "[" * depth + "]" * depth)
+raw_fields = {
+    "url": st.sampled_from(['"https://hooks.example.com/in"']) | raw_values,
+    "payload": st.one_of(raw_values, nested, raw_values.map(lambda value: f'{{"k":{value},"k":1}}')),
+    "to": st.sampled_from(['"user@example.com"']) | raw_values,
+    "subject": raw_values,
+    "body": raw_values,
+    "idempotencyKey": raw_values,
+    "headers": raw_values,
+}
+raw_bodies = st.fixed_dictionaries({}, optional=raw_fields).map(
+    lambda fields: "{" + ",".join(f"{json.dumps(name)}:{value}" for name, value in fields.items()) + "}"
+)
+
+
+@pytest.mark.parametrize("path", ["/api/v1/notifications/email", "/api/v1/notifications/webhook"])
+@FUZZ
+@given(body=raw_bodies)
+def test_raw_json_never_fails_and_every_stored_job_reads_back(free_client: Client, path: str, body: str) -> None:
+    reset_rate_limits()
+    response = free_client.http.generic(
+        "POST",
+        path,
+        body.encode("utf-8", "surrogatepass"),
+        content_type="application/json",
+        HTTP_X_API_KEY=free_client.api_key,
+    )
+
+    assert_envelope(response)
+    if response.status_code == 202:
+        reset_rate_limits()
+        job_id = response.json()["data"]["jobId"]
+        assert_envelope(read_back := free_client.get(f"/api/v1/notifications/jobs/{job_id}"))
+        assert read_back.status_code == 200
+
+
+@pytest.fixture
+def free_client(make_client: Any) -> Client:
+    return make_client(Plan.FREE)
