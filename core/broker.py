@@ -1,24 +1,38 @@
-"""Kombu's Redis transport, with one Redis client per channel for its commands.
+"""The broker transports: Redis in production, files for the embedded local run.
+
+RedisTransport is kombu's Redis transport, with one Redis client per channel for its commands.
 
 Kombu builds a new redis-py client object for every command a channel sends outside its
 consumer loop, publishing included, and redis-py copies its table of response callbacks into
 each one: a measurable share of every accepted send (bench/README.md). A client draws a pooled
 connection per command and gives it back, so one client per channel serves every caller of
 that channel safely.
-`CELERY_BROKER_TRANSPORT` names this class when the broker is Redis.
+
+FileTransport is kombu's filesystem transport, made safe for several processes at once.
+
+`CELERY_BROKER_TRANSPORT` names one of them.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+import uuid
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
+from queue import Empty
 from typing import Any
 
-from kombu.transport import redis
+from kombu.exceptions import ChannelError
+from kombu.transport import filesystem, redis
+from kombu.utils.encoding import bytes_to_str, str_to_bytes
+from kombu.utils.json import dumps, loads
 
 
-class Channel(redis.Channel):
+class RedisChannel(redis.Channel):
     @cached_property
     def _command_client(self) -> Any:
         return self._create_client()  # type: ignore[attr-defined]
@@ -28,5 +42,62 @@ class Channel(redis.Channel):
         yield client or self._command_client
 
 
-class Transport(redis.Transport):
-    Channel = Channel
+class RedisTransport(redis.Transport):
+    Channel = RedisChannel
+
+
+class FileChannel(filesystem.Channel):
+    """Messages are whole when a reader can see them, and each is read by exactly one reader.
+
+    Kombu writes a message in place and a reader may take it half-written (a JSONDecodeError
+    that stopped the worker); here it is written under a name no reader looks for and renamed
+    when complete. A reader claims a message by renaming it, which one reader alone can do.
+    A reader that dies holding a message loses it; the sweeper re-sends the job (the database
+    is the source of truth, docs/delivery-engine.md).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Names seen at the last listing, oldest first: one listing serves many reads.
+        self._seen: dict[str, deque[str]] = {}
+
+    def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:  # type: ignore[override]  # as kombu-stubs: base and filesystem disagree
+        name = f"{round(time.monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        final = os.path.join(self.data_folder_out, name)
+        try:
+            with open(final + ".partial", "wb") as partial:
+                partial.write(str_to_bytes(dumps(payload)))
+            os.replace(final + ".partial", final)
+        except OSError as error:
+            raise ChannelError(f"Cannot add file {final!r} to directory") from error
+
+    def _get(self, queue: str, timeout: float | None = None) -> Any:
+        pending = self._seen.setdefault(queue, deque())
+        for _ in range(2):  # what the last listing still holds, then a fresh listing
+            while pending:
+                payload = self._claim(pending.popleft())
+                if payload is not None:
+                    return loads(bytes_to_str(payload))
+            pending.extend(self._listing(queue))
+        raise Empty()
+
+    def _listing(self, queue: str) -> list[str]:
+        wanted = f"{queue}.msg"
+        return sorted(name for name in os.listdir(self.data_folder_in) if name.partition(".")[2] == wanted)
+
+    def _claim(self, name: str) -> bytes | None:
+        path = os.path.join(self.data_folder_in, name)
+        claimed = f"{path}.{os.getpid()}-{threading.get_ident()}.claimed"
+        try:
+            os.rename(path, claimed)
+        except OSError:
+            return None  # another reader took it
+        try:
+            with open(claimed, "rb") as message:
+                return message.read()
+        finally:
+            os.unlink(claimed)
+
+
+class FileTransport(filesystem.Transport):
+    Channel = FileChannel

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import pytest
 import redis
 from django.conf import settings
+from kombu import Connection
 
+from core.broker import FileTransport
 from notifyhub.celery import app as celery_app
 
 
@@ -21,7 +28,7 @@ def test_celery_reads_the_django_celery_settings() -> None:
 
 @pytest.mark.redis
 def test_a_redis_channel_sends_every_command_through_one_client() -> None:
-    assert celery_app.conf.broker_transport == "core.broker:Transport"
+    assert celery_app.conf.broker_transport == "core.broker:RedisTransport"
     with celery_app.connection_for_write() as connection:
         channel = connection.default_channel
         with channel.conn_or_acquire() as first, channel.conn_or_acquire() as second:
@@ -33,3 +40,48 @@ def test_a_redis_channel_sends_every_command_through_one_client() -> None:
         given = redis.Redis.from_url(settings.REDIS_URL)
         with channel.conn_or_acquire(given) as used:
             assert used is given
+
+
+def test_the_file_broker_hands_each_of_10000_bursty_messages_to_exactly_one_reader(tmp_path: Path) -> None:
+    """Four writers publish in bursts while three readers drain: no half-written read, no loss, no duplicate."""
+    options = {"data_folder_in": str(tmp_path), "data_folder_out": str(tmp_path), "control_folder": str(tmp_path)}
+    writers, per_writer = 4, 2500
+    received: list[int] = []
+    errors: list[BaseException] = []
+    done_writing = threading.Event()
+
+    def connection() -> Connection:
+        return Connection("filesystem://", transport=FileTransport, transport_options=options)
+
+    def write(first: int) -> None:
+        with connection() as conn, conn.SimpleQueue("burst") as queue:
+            for number in range(first, first + per_writer):
+                queue.put({"n": number, "padding": "x" * (number % 2000)})
+
+    def read() -> None:
+        try:
+            with connection() as conn, conn.SimpleQueue("burst") as queue:
+                while not (done_writing.is_set() and len(received) >= writers * per_writer):
+                    try:
+                        message = queue.get(timeout=0.05)
+                    except queue.Empty:
+                        if done_writing.is_set() and not os.listdir(tmp_path):
+                            return
+                        continue
+                    received.append(message.payload["n"])
+                    message.ack()
+        except BaseException as error:
+            errors.append(error)
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for reader in readers:
+        reader.start()
+    with ThreadPoolExecutor(writers) as pool:
+        list(pool.map(write, range(0, writers * per_writer, per_writer)))
+    done_writing.set()
+    for reader in readers:
+        reader.join(timeout=120)
+
+    assert errors == []
+    assert len(received) == writers * per_writer
+    assert sorted(received) == list(range(writers * per_writer))
