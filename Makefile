@@ -40,9 +40,7 @@ lint: install-dev
 	$(BIN)/mypy .
 
 bench: install-dev
-	$(BIN)/python bench/accept.py
-	$(BIN)/python bench/delivery.py
-	$(BIN)/python bench/email_vs_webhook.py
+	$(BIN)/python bench/run.py all
 
 clean:
 	rm -rf $(VENV) var

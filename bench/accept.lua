@@ -1,6 +1,6 @@
--- wrk script for bench/accept.py: POSTs webhook sends, rotating API keys and unique idempotency keys.
+-- wrk script for `bench/run.py accept`: POSTs webhook sends, rotating API keys and unique idempotency keys.
 -- Arguments after "--": <keys file> <tag> <wrk thread count> <index of the first key to use>.
--- Prints one "BENCH_RESULT k=v ..." line that bench/accept.py parses.
+-- Prints one "BENCH_RESULT k=v ..." line that bench/run.py parses.
 
 local threads = {}
 local thread_count = 0
@@ -34,7 +34,8 @@ function request()
     '{"url":"https://hooks.example.com/in","payload":{"event":"bench.ping","n":%d},"idempotencyKey":"%s-%d-%d"}',
     sent, tag, thread_id, sent
   )
-  local headers = { ["Content-Type"] = "application/json", ["X-API-Key"] = key }
+  -- X-Forwarded-Proto: what the TLS proxy in front of production adds; without it the app redirects to HTTPS.
+  local headers = { ["Content-Type"] = "application/json", ["X-API-Key"] = key, ["X-Forwarded-Proto"] = "https" }
   return wrk.format("POST", nil, headers, body)
 end
 

@@ -1,70 +1,132 @@
-"""What every benchmark script needs: its own database and Redis DB, its processes stopped, its errors reported.
+"""What the benchmarks share: their own database and Redis DB, process groups, CPU accounting, seeding, verdicts.
 
-Each server or worker a benchmark starts runs in a session of its own, so Ctrl-C reaches only the script, whose
-``finally`` blocks stop each process group (SIGTERM, then SIGKILL): nothing outlives a run, even an interrupted one.
+Every server and worker runs in a session of its own, so Ctrl-C reaches only the bench, whose ``finally`` blocks stop
+each process group (SIGTERM, then SIGKILL): nothing outlives a run, even an interrupted one.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import math
 import os
+import re
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
+from statistics import median
+from typing import Any
 from urllib.parse import urlsplit
 
+import certifi
 import psycopg
 import redis
+import trustme
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+VAR_DIR = ROOT / "var" / "bench"
+BIN = Path(sys.executable).parent
+TICKS = os.sysconf("SC_CLK_TCK")
+# Below this share of the CPUs busy while the bench's own processes idle, the machine counts as quiet.
+QUIET_BUSY = 0.10
 
 
 class BenchError(Exception):
     """The benchmark itself could not run (as opposed to a result that misses its target)."""
 
 
-# --- A database and a Redis DB of the bench's own ---------------------------------------------
+def option(
+    parser: argparse.ArgumentParser, name: str, default: Any, help: str = "", *, env: str = "", **kw: Any
+) -> None:
+    """``--name``, defaulting to the environment variable BENCH_<ENV>_<NAME> (upper case), then to ``default``."""
+    variable = "_".join(["BENCH", *filter(None, [env]), name]).replace("-", "_").upper()
+    kw.setdefault("type", type(default))  # argparse converts a string default with it, as it would the option
+    default_text = os.environ.get(variable, "").strip() or str(default)
+    parser.add_argument(
+        f"--{name}", default=default_text, help=f"{help} ({variable}, default {default})".lstrip(), **kw
+    )
 
 
-def database_name(database_url: str) -> str:
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --- A database and a Redis DB of the bench's own --------------------------------------------------
+
+
+def fresh_services(database_url: str, redis_url: str) -> None:
+    """Drops, recreates and migrates the bench's database and flushes its Redis DB; Django runs in this process."""
     name = str(conninfo_to_dict(database_url).get("dbname", ""))
-    # The database is dropped on every run: refuse anything not obviously the bench's.
     if "bench" not in name:
         raise BenchError(f"refusing to recreate database {name!r}: its name must contain 'bench'")
-    return name
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    os.environ.update(DATABASE_URL=database_url, REDIS_URL=redis_url, NOTIFYHUB_VAR_DIR=str(VAR_DIR), DEBUG="false")
+    os.environ.update(DJANGO_SETTINGS_MODULE="notifyhub.settings", GUNICORN_ACCESS_LOG="off")
+    import django
+    from django.core.management import call_command
+    from django.db import connections
 
-
-def reset_database(database_url: str) -> None:
-    """Drops and recreates the bench's database (empty; the caller migrates it)."""
-    name = database_name(database_url)
+    django.setup()  # settings are read once: every subcommand of a run uses the same URLs
+    connections.close_all()
     try:
         with psycopg.connect(database_url, dbname="postgres", autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     except psycopg.OperationalError as error:
         raise BenchError(f"cannot reach PostgreSQL at {database_url}: {error}") from error
-
-
-def redis_client(redis_url: str) -> redis.Redis:
-    # The DB is flushed at start and end: never let that be DB 0, where everything else lives by default.
-    if urlsplit(redis_url).path.strip("/") in ("", "0"):
-        raise BenchError(f"refusing to flush {redis_url}: give the bench a Redis DB of its own, e.g. /14")
-    return redis.Redis.from_url(redis_url)
+    flush_redis(redis_url)
+    call_command("migrate", verbosity=0, interactive=False)
 
 
 def flush_redis(redis_url: str) -> None:
+    # Flushed at start and end: never DB 0, where everything else lives by default.
+    if urlsplit(redis_url).path.strip("/") in ("", "0"):
+        raise BenchError(f"refusing to flush {redis_url}: give the bench a Redis DB of its own, e.g. /14")
     try:
-        redis_client(redis_url).flushdb()
+        redis.Redis.from_url(redis_url).flushdb()
     except redis.RedisError as error:
         raise BenchError(f"cannot reach Redis at {redis_url}: {error}") from error
 
 
-# --- Processes -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Seeded:
+    account: Any  # accounts.models.Account; Django is imported only once it is set up
+    api_key: str
+    secret: str | None
+
+
+def seed_accounts(count: int, *, prefix: str, secrets: bool = False) -> list[Seeded]:
+    """Startup accounts, each with an API key, its current usage row (the steady state of an account that has sent
+    before) and, with ``secrets``, a signing secret so every delivery is signed."""
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from accounts.billing import billing_period
+    from accounts.models import UsagePeriod
+    from accounts.services import account_create, signing_secret_generate
+
+    seeded = []
+    with transaction.atomic():
+        for number in range(count):
+            account, api_key = account_create(email=f"{prefix}{number}@bench.example", plan="startup")
+            start, _ = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
+            UsagePeriod.objects.create(account=account, period_start=start)
+            secret = signing_secret_generate(account=account) if secrets else None
+            seeded.append(Seeded(account, api_key, secret))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # fresh tables have no statistics; give the planner real ones
+    return seeded
+
+
+# --- Processes -------------------------------------------------------------------------------------
 
 
 def port_open(port: int) -> bool:
@@ -73,19 +135,22 @@ def port_open(port: int) -> bool:
     return False
 
 
-def wait_until_listening(process: subprocess.Popen[bytes], port: int, name: str, log_path: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise BenchError(f"{name} exited with status {process.returncode}; see {log_path}")
-        if port_open(port):
-            return
-        time.sleep(0.1)
-    raise BenchError(f"{name} did not listen on port {port} within 60 s; see {log_path}")
+@dataclass(frozen=True)
+class Proc:
+    name: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def check_alive(self) -> None:
+        if self.process.poll() is not None:
+            raise BenchError(f"{self.name} exited with status {self.process.returncode}; see {self.log_path}")
+
+    def cpu(self) -> float:
+        """CPU seconds of every live process in the group (a Celery or gunicorn master and its children)."""
+        return cpu_seconds(lambda _name, fields: int(fields[2]) == self.process.pid)
 
 
-def stop_group(process: subprocess.Popen[bytes], *, grace: float = 15.0) -> None:
-    """Stops the process's whole group: a Celery or gunicorn master and its children, even if the master is stuck."""
+def _stop_group(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
@@ -100,17 +165,192 @@ def stop_group(process: subprocess.Popen[bytes], *, grace: float = 15.0) -> None
         os.killpg(process.pid, signal.SIGKILL)
 
 
-# --- Running a benchmark ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def running(
+    name: str, command: list[str], *, env: dict[str, str] | None = None, port: int = 0, cwd: Path = ROOT
+) -> Iterator[Proc]:
+    """Runs ``command`` in a session of its own, output to var/bench/<name>.log, and waits for ``port`` if given;
+    stops the whole process group on exit."""
+    if port and port_open(port):
+        raise BenchError(f"port {port} for {name} is already in use; pick another (see --help)")
+    log_path = VAR_DIR / f"{name}.log"
+    with log_path.open("ab") as log_file:
+        log_file.write(f"\n=== {time.strftime('%H:%M:%S')} {' '.join(command)}\n".encode())
+        log_file.flush()
+        env = {**os.environ, **(env or {})}
+        process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        proc = Proc(name, process, log_path)
+        try:
+            deadline = time.monotonic() + 60
+            while port and not port_open(port):
+                proc.check_alive()
+                if time.monotonic() > deadline:
+                    raise BenchError(f"{name} did not listen on port {port} within 60 s; see {log_path}")
+                time.sleep(0.1)
+            yield proc
+        finally:
+            _stop_group(process)
 
 
-def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # Turns `kill` into an exception so the finally blocks stop every process group and clean Redis.
-    raise SystemExit(128 + signum)
+def gunicorn(
+    name: str, port: int, settings: str | None = None, *, tree: Path = ROOT, **env: str
+) -> contextlib.AbstractContextManager[Proc]:
+    """The web process as production starts it: ``gunicorn notifyhub.wsgi --config gunicorn.conf.py``.
+
+    ``tree``: the checkout whose code it serves (another revision's worktree, to compare before and after).
+    """
+    env.update(DJANGO_SETTINGS_MODULE=settings or "notifyhub.settings", GUNICORN_BIND=f"127.0.0.1:{port}")
+    command = [str(BIN / "gunicorn"), "notifyhub.wsgi", "--config", "gunicorn.conf.py"]
+    return running(name, command, env=env, port=port, cwd=tree)
+
+
+def revision_tree(revision: str) -> Path:
+    """A worktree of ``revision`` under var/bench/, made once: the code a comparison runs against."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{revision}^{{commit}}"], cwd=ROOT, capture_output=True, text=True
+    )
+    if sha.returncode != 0:
+        raise BenchError(f"not a revision: {revision}")
+    tree = VAR_DIR / f"tree-{sha.stdout.strip()[:12]}"
+    if not tree.exists():
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha.stdout.strip()], cwd=ROOT, check=True)
+    return tree
+
+
+# --- CPU accounting from /proc (Linux) ---------------------------------------------------------------
+
+
+def cpu_seconds(match: Callable[[str, list[str]], bool], *, reaped: bool = False) -> float:
+    """Summed CPU time of the live processes whose command name and /proc stat fields (after the name) match;
+    with ``reaped``, that of their exited children too (PostgreSQL's postmaster reaps the backends)."""
+    total = 0
+    for stat_path in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            stat = stat_path.read_text()
+        except OSError:
+            continue  # the process ended while we looked
+        name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+        if match(name, fields):
+            total += sum(int(value) for value in fields[11 : 15 if reaped else 13])
+    return total / TICKS
+
+
+def command_cpu(*prefixes: str) -> float:
+    """CPU seconds of the processes named ``prefixes`` (e.g. postgres: every backend, other clients' included)."""
+    return cpu_seconds(lambda name, _fields: name.startswith(prefixes), reaped=True)
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's children that have ended (wrk runs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The machine's CPU ticks and named processes' CPU seconds at one moment."""
+
+    at: float
+    total: int
+    idle: int
+    cpu: dict[str, float]
+
+    @classmethod
+    def take(cls, **sources: Callable[[], float]) -> Sample:
+        ticks = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+        return cls(time.monotonic(), sum(ticks), ticks[3] + ticks[4], {name: get() for name, get in sources.items()})
+
+    def busy_since(self, earlier: Sample) -> float:
+        """Share of all CPUs busy between the two samples."""
+        return 1 - (self.idle - earlier.idle) / max(self.total - earlier.total, 1)
+
+    def cpu_since(self, earlier: Sample) -> dict[str, float]:
+        return {name: seconds - earlier.cpu[name] for name, seconds in self.cpu.items()}
+
+    def share_since(self, earlier: Sample, seconds: float) -> float:
+        """``seconds`` of CPU as a share of all CPUs between the two samples."""
+        return seconds * TICKS / max(self.total - earlier.total, 1)
+
+
+def wait_for_quiet(max_wait: float) -> float:
+    """Waits (up to ``max_wait`` s) until other work keeps less than QUIET_BUSY of the CPUs busy while the bench's
+    processes idle; returns the last idle second's busy share. Starting while another run holds the cores measures
+    that run, not ours."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        before = Sample.take()
+        time.sleep(1)
+        busy = Sample.take().busy_since(before)
+        if busy <= QUIET_BUSY or time.monotonic() > deadline:
+            return busy
+        log(f"other work keeps {busy:.0%} of the CPUs busy; waiting for it")
+
+
+# --- TLS for the webhook receivers ---------------------------------------------------------------------
+
+TLS_DIR = VAR_DIR / "tls"
+
+
+def make_tls() -> trustme.CA:
+    """A throw-away CA and a certificate for 127.0.0.1 signed by it, in TLS_DIR: ca.pem (the CA alone, for
+    WEBHOOK_CA_BUNDLE), ca-bundle.pem (certifi's CAs plus it, as the app combines them), cert.pem and key.pem."""
+    TLS_DIR.mkdir(parents=True, exist_ok=True)
+    authority = trustme.CA()
+    issued = authority.issue_cert("127.0.0.1", "localhost")
+    authority.cert_pem.write_to_path(str(TLS_DIR / "ca.pem"))
+    (TLS_DIR / "ca-bundle.pem").write_text(
+        Path(certifi.where()).read_text() + "\n" + authority.cert_pem.bytes().decode()
+    )
+    (TLS_DIR / "cert.pem").write_bytes(b"".join(pem.bytes() for pem in issued.cert_chain_pems))
+    issued.private_key_pem.write_to_path(str(TLS_DIR / "key.pem"))
+    return authority
+
+
+# --- Results ---------------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], share: float) -> float:
+    """Nearest-rank percentile; NaN for no values."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)] if ordered else math.nan
+
+
+def table(columns: str, rows: Iterable[Sequence[Any]]) -> None:
+    """Prints ``rows`` under a header; ``columns`` is "title<width|title>width.2f|...", the format for numbers."""
+    specs = [re.split(r"(?=[<>]\d)", column, maxsplit=1) for column in columns.split("|")]
+    widths = [re.match(r"[<>]\d+", spec).group() for _, spec in specs]  # type: ignore[union-attr]
+    print("".join(f"{title:{width}}" for (title, _), width in zip(specs, widths, strict=True)))
+    for row in rows:
+        cells = [
+            f"{value:{spec if isinstance(value, int | float) else width}}"
+            for (_, spec), width, value in zip(specs, widths, row, strict=True)
+        ]
+        print("".join(cells))
+
+
+def verdict(label: str, value: str, target: str, ok: bool) -> None:
+    print(f"{label:<32}{value:>12}   target {target:<10}{'PASS' if ok else 'FAIL'}")
+
+
+def judge_rounds(label: str, pairs: list[tuple[float, float]], minimum: float) -> None:
+    """The median over rounds of app/floor, each app run against the floor run right after it: the machine's speed
+    drifts more over minutes than the gap being judged, and a slow spell spanning both runs of a round cancels."""
+    ratios = [app / floor if floor else 0.0 for app, floor in pairs]
+    share = median(ratios)
+    verdict(label, f"{share:.1%}", f">= {minimum:.0%}", share >= minimum)
+    if len(ratios) > 1:
+        print(f"  per round: {', '.join(f'{ratio:.1%}' for ratio in ratios)} (the verdict takes the median)")
 
 
 def bench_main(run: Callable[[], None]) -> int:
     """Runs a benchmark; its exit status says whether it could run (1 if not), not whether targets were met."""
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+
+    def raise_on_sigterm(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)  # so the finally blocks stop every process group and clean Redis
+
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
     try:
         run()
     except BenchError as error:
