@@ -1,16 +1,6 @@
-"""The broker transports: Redis in production, files for the embedded local run.
+"""The embedded broker: kombu's filesystem transport, made safe for several processes at once.
 
-RedisTransport is kombu's Redis transport, with one Redis client per channel for its commands.
-
-Kombu builds a new redis-py client object for every command a channel sends outside its
-consumer loop, publishing included, and redis-py copies its table of response callbacks into
-each one: a measurable share of every accepted send (bench/README.md). A client draws a pooled
-connection per command and gives it back, so one client per channel serves every caller of
-that channel safely.
-
-FileTransport is kombu's filesystem transport, made safe for several processes at once.
-
-`CELERY_BROKER_TRANSPORT` names one of them.
+`CELERY_BROKER_TRANSPORT` names it when there is no Redis (settings, embedded mode).
 """
 
 from __future__ import annotations
@@ -20,30 +10,13 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import cached_property
 from queue import Empty
 from typing import Any
 
 from kombu.exceptions import ChannelError
-from kombu.transport import filesystem, redis
+from kombu.transport import filesystem
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
-
-
-class RedisChannel(redis.Channel):
-    @cached_property
-    def _command_client(self) -> Any:
-        return self._create_client()  # type: ignore[attr-defined]
-
-    @contextmanager
-    def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
-        yield client or self._command_client
-
-
-class RedisTransport(redis.Transport):
-    Channel = RedisChannel
 
 
 class FileChannel(filesystem.Channel):

@@ -64,12 +64,6 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
-# Requests to /api/v1/ that carry an API key need none of the browser's middleware: they run
-# with this list instead (core/handlers.py). Security headers and the Host check stay.
-API_KEY_MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "django.middleware.common.CommonMiddleware",
-]
 
 ROOT_URLCONF = "notifyhub.urls"
 WSGI_APPLICATION = "notifyhub.wsgi.application"
@@ -139,7 +133,6 @@ else:
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object]
 if REDIS_URL:
-    CELERY_BROKER_TRANSPORT = "core.broker:RedisTransport"
     # Broker priorities 0 (first) .. 9; notifications.queue maps job priorities onto them.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"queue_order_strategy": "priority", "priority_steps": [0, 5, 9]}
 else:

@@ -1,4 +1,4 @@
-"""The Celery app's broker set-up: settings taken from Django, one Redis client per channel."""
+"""The Celery app's broker set-up: settings taken from Django, and the embedded file broker."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-import redis
 from django.conf import settings
 from kombu import Connection
 
@@ -24,22 +22,6 @@ def test_celery_reads_the_django_celery_settings() -> None:
     assert conf.broker_transport_options == settings.CELERY_BROKER_TRANSPORT_OPTIONS
     assert conf.task_publish_retry_policy == settings.CELERY_TASK_PUBLISH_RETRY_POLICY
     assert "sweep-jobs" in conf.beat_schedule
-
-
-@pytest.mark.redis
-def test_a_redis_channel_sends_every_command_through_one_client() -> None:
-    assert celery_app.conf.broker_transport == "core.broker:RedisTransport"
-    with celery_app.connection_for_write() as connection:
-        channel = connection.default_channel
-        with channel.conn_or_acquire() as first, channel.conn_or_acquire() as second:
-            assert first is second
-            assert isinstance(first, redis.Redis)
-            first.lpush("notifyhub-test:broker", "x")
-            assert second.rpop("notifyhub-test:broker") == b"x"
-        # A caller's own client (kombu passes one inside pipelines) is used as given.
-        given = redis.Redis.from_url(settings.REDIS_URL)
-        with channel.conn_or_acquire(given) as used:
-            assert used is given
 
 
 def test_the_file_broker_hands_each_of_10000_bursty_messages_to_exactly_one_reader(tmp_path: Path) -> None:

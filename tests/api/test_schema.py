@@ -13,8 +13,7 @@ import pytest
 from django.core.management import call_command
 from drf_spectacular.drainage import GENERATOR_STATS
 from openapi_spec_validator import validate
-
-from tests.clients import APIClient
+from rest_framework.test import APIClient
 
 KEY_ONLY = [{"ApiKeyAuth": []}, {"BearerAuth": []}]
 ACCOUNT_HOLDER = [{"ApiKeyAuth": []}, {"BearerAuth": []}, {"cookieAuth": []}]
