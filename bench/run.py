@@ -300,9 +300,13 @@ def workers(d: Delivery, target: str) -> Iterator[list[Proc]]:
     env["BENCH_FLOOR_POOL_SIZE"] = str(args.concurrency if args.pool == "threads" else 1)
     command = [str(BIN / "celery"), "--app", module, "worker", "--loglevel", "INFO", "--pool", args.pool]
     command += ["--concurrency", str(args.concurrency)]
+    # Another revision's code shares the bench's var/ (NOTIFYHUB_VAR_DIR), so its secrets and encryption key.
+    tree = revision_tree(args.against) if target == "before" else ROOT
     with contextlib.ExitStack() as stack:
         yield [
-            stack.enter_context(running(f"worker-{target}-{n}", [*command, "--hostname", f"{target}{n}@%h"], env=env))
+            stack.enter_context(
+                running(f"worker-{target}-{n}", [*command, "--hostname", f"{target}{n}@%h"], env=env, cwd=tree)
+            )
             for n in range(args.processes)
         ]
 
@@ -472,17 +476,23 @@ def delivery(args: argparse.Namespace) -> None:
             accounts = seed_accounts(count, prefix="delivery", secrets=True)
             client = ReceiverClient(args.receiver_port, str(TLS_DIR / "ca.pem"))
             d = Delivery(args, env, receiver, client, accounts, floor_secret)
-            runs = [throughput(d, target, n) for n in range(1, args.rounds + 1) for target in ("app", "floor")]
+            # Against a revision, its workers take the floor's place, round by round.
+            targets = ("app", "before") if args.against else ("app", "floor")
+            runs = [throughput(d, target, n) for n in range(1, args.rounds + 1) for target in targets]
             print()
             table(THROUGHPUT_COLUMNS, [run.row() for run in runs])
             print()
             pairs = [(app.rate, floor.rate) for app, floor in zip(runs[0::2], runs[1::2], strict=True)]
-            judge_rounds("app/floor deliveries/s", pairs, MIN_DELIVERY_SHARE)
+            if args.against:
+                judge_rounds(f"app/{args.against} deliveries/s", pairs, MIN_SHARE_OF_BEFORE)
+            else:
+                judge_rounds("app/floor deliveries/s", pairs, MIN_DELIVERY_SHARE)
             arrived, jobs = sum(run.arrived for run in runs), sum(run.jobs for run in runs)
             every_job_verdict(arrived, jobs, sum(run.duplicates for run in runs), [run.signatures for run in runs])
             if any(run.before > 0.15 for run in runs):
                 print("  note: other processes kept the CPUs busy before a run (column 'before'); re-run when quiet")
-            latency(d)
+            if not args.against:
+                latency(d)
     finally:
         flush_redis(args.redis_url)  # no queued task outlives the run
 
@@ -598,6 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
     option(sub, "warmup", 3.0, "latency: warm-up seconds", env="delivery")
     option(sub, "port", 8771, "gunicorn's port", env="delivery")
     option(sub, "receiver-port", 8743, "the HTTPS receiver's port", env="delivery")
+    option(sub, "against", "", "a git revision whose workers take the floor's place (no latency phase)", env="delivery")
     sub = commands.add_parser("email", parents=[common], help="an email job against a webhook job")
     option(sub, "jobs", 200, "jobs of each type", env="email")
     commands.add_parser("all", parents=[common], help="the three in turn (the default)")

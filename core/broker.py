@@ -1,6 +1,14 @@
-"""The embedded broker: kombu's filesystem transport, made safe for several processes at once.
+"""The broker transports: Redis in production, files for the embedded local run.
 
-`CELERY_BROKER_TRANSPORT` names it when there is no Redis (settings, embedded mode).
+RedisTransport: kombu builds a new redis-py client object for every command a channel sends
+outside its consumer loop (a publish, every late acknowledgement), and redis-py copies its table
+of response callbacks into each one; on the delivery path that was a measurable share of each
+delivery (bench/README.md). A client draws a pooled connection per command and gives it back,
+so one client per channel serves every caller of that channel safely.
+
+FileTransport: kombu's filesystem transport, made safe for several processes at once.
+
+`CELERY_BROKER_TRANSPORT` names one of them (settings).
 """
 
 from __future__ import annotations
@@ -10,13 +18,30 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
 from queue import Empty
 from typing import Any
 
 from kombu.exceptions import ChannelError
-from kombu.transport import filesystem
+from kombu.transport import filesystem, redis
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
+
+
+class RedisChannel(redis.Channel):
+    @cached_property
+    def _command_client(self) -> Any:
+        return self._create_client()  # type: ignore[attr-defined]
+
+    @contextmanager
+    def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
+        yield client or self._command_client
+
+
+class RedisTransport(redis.Transport):
+    Channel = RedisChannel
 
 
 class FileChannel(filesystem.Channel):

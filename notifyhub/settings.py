@@ -133,6 +133,7 @@ else:
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object]
 if REDIS_URL:
+    CELERY_BROKER_TRANSPORT = "core.broker:RedisTransport"
     # Broker priorities 0 (first) .. 9; notifications.queue maps job priorities onto them.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"queue_order_strategy": "priority", "priority_steps": [0, 5, 9]}
 else:

@@ -1,12 +1,15 @@
-"""The Celery app's broker set-up: settings taken from Django, and the embedded file broker."""
+"""The Celery app's broker set-up: settings taken from Django, one Redis client per channel, the file broker."""
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+import redis
 from django.conf import settings
 from kombu import Connection
 
@@ -22,6 +25,22 @@ def test_celery_reads_the_django_celery_settings() -> None:
     assert conf.broker_transport_options == settings.CELERY_BROKER_TRANSPORT_OPTIONS
     assert conf.task_publish_retry_policy == settings.CELERY_TASK_PUBLISH_RETRY_POLICY
     assert "sweep-jobs" in conf.beat_schedule
+
+
+@pytest.mark.redis
+def test_a_redis_channel_sends_every_command_through_one_client() -> None:
+    assert celery_app.conf.broker_transport == "core.broker:RedisTransport"
+    with celery_app.connection_for_write() as connection:
+        channel = connection.default_channel
+        with channel.conn_or_acquire() as first, channel.conn_or_acquire() as second:
+            assert first is second
+            assert isinstance(first, redis.Redis)
+            first.lpush("notifyhub-test:broker", "x")
+            assert second.rpop("notifyhub-test:broker") == b"x"
+        # A caller's own client (kombu passes one inside pipelines) is used as given.
+        given = redis.Redis.from_url(settings.REDIS_URL)
+        with channel.conn_or_acquire(given) as used:
+            assert used is given
 
 
 def test_the_file_broker_hands_each_of_10000_bursty_messages_to_exactly_one_reader(tmp_path: Path) -> None:
@@ -43,11 +62,12 @@ def test_the_file_broker_hands_each_of_10000_bursty_messages_to_exactly_one_read
     def read() -> None:
         try:
             with connection() as conn, conn.SimpleQueue("burst") as queue:
-                while not (done_writing.is_set() and len(received) >= writers * per_writer):
+                deadline = time.monotonic() + 90
+                while time.monotonic() < deadline:
                     try:
                         message = queue.get(timeout=0.05)
                     except queue.Empty:
-                        if done_writing.is_set() and not os.listdir(tmp_path):
+                        if done_writing.is_set() and not any(name.endswith(".msg") for name in os.listdir(tmp_path)):
                             return
                         continue
                     received.append(message.payload["n"])
@@ -58,9 +78,11 @@ def test_the_file_broker_hands_each_of_10000_bursty_messages_to_exactly_one_read
     readers = [threading.Thread(target=read) for _ in range(3)]
     for reader in readers:
         reader.start()
-    with ThreadPoolExecutor(writers) as pool:
-        list(pool.map(write, range(0, writers * per_writer, per_writer)))
-    done_writing.set()
+    try:
+        with ThreadPoolExecutor(writers) as pool:
+            list(pool.map(write, range(0, writers * per_writer, per_writer)))
+    finally:
+        done_writing.set()
     for reader in readers:
         reader.join(timeout=120)
 
