@@ -28,6 +28,7 @@ from notifyhub.settings import *  # noqa: F403
 
 ROOT_URLCONF = "bench.floor_accept"
 MIDDLEWARE: list[str] = []
+API_KEY_MIDDLEWARE: list[str] = []
 
 # No worker reads this list; the bench flushes it with the rest of its Redis DB.
 FLOOR_QUEUE = "bench:floor:jobs"

@@ -11,6 +11,7 @@ from accounts.access import AccountHolderView
 from accounts.authentication import request_account
 from core.api.fields import DomainNameField, IsoDateTimeField
 from core.api.schema import SESSION_ERROR_DESCRIPTIONS, error_responses
+from core.api.serializers import RequestSerializer
 from domains.models import SenderDomain
 from domains.selectors import domain_require
 from domains.services import domain_delete, domain_request, domain_verify
@@ -62,7 +63,7 @@ def domain_data(domain: SenderDomain) -> dict[str, Any]:
 
 class DomainRequestView(AccountHolderView):
     @extend_schema_serializer(component_name="DomainRequest")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RequestSerializer):
         domain = DomainNameField()
 
     @extend_schema(

@@ -4,6 +4,7 @@ import math
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -12,6 +13,7 @@ from rest_framework.response import Response
 from accounts.access import AccountHolderView, ApiKeyView
 from accounts.authentication import request_account
 from accounts.models import Account
+from core.api.envelope import success_response
 from core.api.fields import (
     POSITIVE_INTEGER_SCHEMA,
     EmailAddressField,
@@ -23,6 +25,7 @@ from core.api.fields import (
     TextField,
 )
 from core.api.schema import SESSION_ERROR_DESCRIPTIONS, error_responses
+from core.api.serializers import RequestSerializer
 from notifications.delivery.http import is_local_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType, Priority
@@ -87,16 +90,16 @@ class SendView(ApiKeyView):
     def create_job(self, account: Account, data: dict[str, Any]) -> Job:
         raise NotImplementedError
 
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         job = self.create_job(request_account(request), serializer.validated_data)
-        return Response(job_accepted(job), status=202)
+        return success_response(job_accepted(job), status=202)
 
 
 class SendEmailView(SendView):
     @extend_schema_serializer(component_name="EmailRequest")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RequestSerializer):
         to = EmailAddressField()
         subject = TextField(max_length=SUBJECT_MAX_LENGTH, single_line=True)
         body = TextField(max_length=EMAIL_BODY_MAX_LENGTH)
@@ -134,7 +137,7 @@ class SendEmailView(SendView):
         request=InputSerializer,
         responses={202: JobAcceptedSerializer, **SEND_ERRORS},
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         return super().post(request)
 
     def create_job(self, account: Account, data: dict[str, Any]) -> Job:
@@ -153,7 +156,7 @@ class SendEmailView(SendView):
 
 class SendWebhookView(SendView):
     @extend_schema_serializer(component_name="WebhookRequest")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(RequestSerializer):
         url = HttpsUrlField()
         payload = JsonObjectField()
         method = OneOfField(choices=WEBHOOK_METHODS, required=False)
@@ -182,7 +185,7 @@ class SendWebhookView(SendView):
         request=InputSerializer,
         responses={202: JobAcceptedSerializer, **SEND_ERRORS},
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         return super().post(request)
 
     def create_job(self, account: Account, data: dict[str, Any]) -> Job:
@@ -230,7 +233,7 @@ class UserJobDetailView(AccountHolderView):
 
 
 class JobListView(ApiKeyView):
-    class QuerySerializer(serializers.Serializer):
+    class QuerySerializer(RequestSerializer):
         page = PositiveIntegerParamField(required=False)
         limit = PositiveIntegerParamField(required=False)
         type = OneOfField(choices=JobType.values, required=False)

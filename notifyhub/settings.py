@@ -64,6 +64,12 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+# Requests to /api/v1/ that carry an API key need none of the browser's middleware: they run
+# with this list instead (core/handlers.py). Security headers and the Host check stay.
+API_KEY_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
 
 ROOT_URLCONF = "notifyhub.urls"
 WSGI_APPLICATION = "notifyhub.wsgi.application"

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import os
 
-from django.core.wsgi import get_wsgi_application
+import django
+
+from core.handlers import NotifyHubWSGIApplication
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "notifyhub.settings")
-application = get_wsgi_application()
+# What django.core.wsgi.get_wsgi_application does before it builds its handler.
+django.setup(set_prefix=False)
+application = NotifyHubWSGIApplication()

@@ -15,7 +15,6 @@ from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from accounts.models import Account
 from accounts.plans import Plan
@@ -24,6 +23,7 @@ from accounts.throttle import reset_rate_limits
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
 from notifications.models import Job
 from notifyhub.celery import app as celery_app
+from tests.clients import APIClient
 from tests.fakes.receiver import Receiver
 
 pytest_plugins = ["tests.providers_fixtures"]

@@ -32,6 +32,15 @@ def error_response(status: int, message: str) -> JsonResponse:
     return _envelope_response(error_body(message), status)
 
 
+def success_response(data: Any, status: int = 200) -> JsonResponse:
+    """An envelope success rendered at once, for the send endpoints.
+
+    A DRF Response is rendered later through content negotiation, a renderer context and
+    template-response rendering: more work than the four fields of a 202 it wraps.
+    """
+    return _envelope_response(success_body(data), status)
+
+
 def _envelope_response(body: dict[str, Any], status: int) -> JsonResponse:
     return JsonResponse(body, status=status, json_dumps_params={"separators": (",", ":")})
 

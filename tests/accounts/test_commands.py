@@ -4,11 +4,11 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from rest_framework.test import APIClient
 
 from accounts.keys import API_KEY_PATTERN
 from accounts.models import Account
 from accounts.selectors import provider_credentials, signing_secret_get
+from tests.clients import APIClient
 
 
 def run(*args: str) -> list[str]:

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from accounts.models import Account
 from accounts.services import api_key_issue
 from tests.api.test_envelope import assert_error
+from tests.clients import APIClient
 from tests.conftest import Client
 
 PING = "/api/v1/ping"

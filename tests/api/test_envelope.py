@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from tests.api.test_ping import ISO_MILLIS
+from tests.clients import APIClient
 from tests.conftest import Client
 
 

@@ -13,7 +13,8 @@ import pytest
 from django.core.management import call_command
 from drf_spectacular.drainage import GENERATOR_STATS
 from openapi_spec_validator import validate
-from rest_framework.test import APIClient
+
+from tests.clients import APIClient
 
 KEY_ONLY = [{"ApiKeyAuth": []}, {"BearerAuth": []}]
 ACCOUNT_HOLDER = [{"ApiKeyAuth": []}, {"BearerAuth": []}, {"cookieAuth": []}]

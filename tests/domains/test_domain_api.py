@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 import requests
-from rest_framework.test import APIClient
 
 from accounts.plans import Plan
 from accounts.services import provider_key_set
 from domains.models import SenderDomain
 from tests.api.test_envelope import assert_error
+from tests.clients import APIClient
 from tests.conftest import Client
 from tests.fakes.providers import FakePostmark, FakeResend, FakeSendGrid
 from tests.providers_fixtures import POSTMARK_ACCOUNT_TOKEN, POSTMARK_KEY, RESEND_KEY, SENDGRID_KEY
