@@ -136,7 +136,7 @@ else:
     RATELIMIT_STORAGE_URL = "memory://"
 
 # --- Celery ---------------------------------------------------------------------------
-CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+CELERY_BROKER_URL = REDIS_URL or "filesystem://localhost/"  # kombu warns on every connection without a host
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object]
 if REDIS_URL:
     CELERY_BROKER_TRANSPORT = "core.broker:RedisTransport"
