@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import uuid
 from datetime import date
 
 from django.conf import settings
@@ -17,6 +18,8 @@ def today() -> date:
 
 class Account(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account")
+    # The id the account goes by outside: in the provider-event receiver URLs, never the database key.
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     plan = models.CharField(max_length=16, choices=Plan.choices, default=Plan.FREE)
     # The quota cycle is anchored on this day (see accounts/billing.py).
     plan_started_on = models.DateField(default=today)

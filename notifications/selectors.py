@@ -19,10 +19,19 @@ def parse_job_id(job_id: str) -> uuid.UUID | None:
 
 
 def job_get(*, account: Account, job_id: str) -> Job:
-    """The caller's job with its delivery logs in attempt order; another account's job is not found either."""
+    """The caller's job with its delivery logs in attempt order and its email events.
+
+    Another account's job is not found either.
+    """
     parsed_id = parse_job_id(job_id)
     logs = Prefetch("delivery_logs", queryset=DeliveryLog.objects.order_by("created_at", "attempt"))
-    job = Job.objects.prefetch_related(logs).filter(id=parsed_id, account=account).first() if parsed_id else None
+    # The providers' reports on the job's email, oldest first (webhooks_inbound's EmailEvent ordering);
+    # named through the reverse relation: that app builds on this one, not the other way round.
+    job = (
+        Job.objects.prefetch_related(logs, "email_events").filter(id=parsed_id, account=account).first()
+        if parsed_id
+        else None
+    )
     if job is None:
         raise NotFound("Job not found")
     return job

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from core.api.envelope import iso_utc
 from core.api.fields import IsoDateTimeField, OneOfField
 from notifications.models import Job, JobStatus, JobType, Priority
+from providers.names import EmailEventType, ProviderName
 
 # The values the job fields take, for the OpenAPI document's enums.
 JOB_FIELD_CHOICES: dict[str, list[str] | list[int]] = {
@@ -45,6 +46,13 @@ class DeliveryLogSerializer(serializers.Serializer):
     createdAt = IsoDateTimeField(source="created_at")
 
 
+class EmailEventSerializer(serializers.Serializer):
+    type = OneOfField(choices=EmailEventType.values)
+    provider = OneOfField(choices=ProviderName.values)
+    occurredAt = IsoDateTimeField(source="occurred_at")
+    recipient = serializers.CharField()
+
+
 class JobSlimSerializer(serializers.Serializer):
     id = serializers.CharField()
     type = serializers.CharField()
@@ -62,6 +70,8 @@ class JobDetailSerializer(JobSlimSerializer):
     startedAt = IsoDateTimeField(source="started_at", allow_null=True)
     nextAttemptAt = IsoDateTimeField(source="next_attempt_at", allow_null=True)
     deliveryLogs = DeliveryLogSerializer(source="delivery_logs", many=True)
+    # What the email providers reported about the message (oldest first); empty for webhooks.
+    events = EmailEventSerializer(source="email_events", many=True)
 
 
 class PaginationSerializer(serializers.Serializer):

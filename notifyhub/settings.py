@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "accounts",
     "notifications",
     "domains",
+    "webhooks_inbound",
 ]
 
 MIDDLEWARE = [
@@ -244,6 +245,8 @@ API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)
 
 # --- Notifications --------------------------------------------------------------------
 PLATFORM_DOMAIN = env_str("PLATFORM_DOMAIN", "notifyhub.local")
+# Where the service is reached from outside, for URLs it gives out (the provider-event receivers).
+PUBLIC_URL = env_str("PUBLIC_URL", f"http://127.0.0.1:{env_str('PORT', '8000')}")
 PLATFORM_PROVIDERS = env_list("PLATFORM_PROVIDERS")
 PLATFORM_PROVIDER_KEYS = env_provider_keys(PLATFORM_PROVIDERS, known=["SENDGRID", "RESEND", "POSTMARK"])
 SENDGRID_API_URL = env_str("SENDGRID_API_URL", "https://api.sendgrid.com/v3/")

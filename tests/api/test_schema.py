@@ -302,3 +302,16 @@ def test_a_fresh_process_serves_eight_first_requests_at_once() -> None:
     )
 
     assert run.stdout.strip().splitlines()[-1] == str([200] * 8), run.stderr[-2000:]
+
+
+def test_get_job_status_documents_the_email_events(schema: dict[str, Any]) -> None:
+    events = component(schema, "JobDetail")["properties"]["events"]
+    event = component(schema, events["items"]["$ref"].rsplit("/", 1)[-1])
+
+    assert list(event["properties"]) == ["type", "provider", "occurredAt", "recipient"]
+    assert enum_of(schema, event["properties"]["type"]) == (
+        "string",
+        ["DELIVERED", "OPENED", "CLICKED", "BOUNCED", "SPAM_REPORT", "UNSUBSCRIBED", "DEFERRED"],
+    )
+    assert enum_of(schema, event["properties"]["provider"]) == ("string", ["SENDGRID", "RESEND", "POSTMARK"])
+    assert "events" not in component(schema, "JobSlim")["properties"]

@@ -600,6 +600,8 @@ class FakePostmark(FakeProvider):
     def __init__(self) -> None:
         super().__init__()
         self._account_tokens: set[str] = set()
+        # What Postmark knows of each accepted message, to report events about it (tests/fakes/events.py).
+        self.messages: list[dict[str, Any]] = []
 
     def accept_account_token(self, token: str) -> None:
         self._account_tokens.add(token)
@@ -648,6 +650,7 @@ class FakePostmark(FakeProvider):
         if not _postmark_metadata_ok(metadata):
             return self._error(422, "Invalid metadata content. Up to 10 fields of 20 and 80 characters.", code=300)
         message_id = str(uuid.uuid4())
+        self.messages.append({"MessageID": message_id, "To": mail.get("To", ""), "Metadata": metadata})
         return Reply(200, {"To": mail.get("To", ""), "SubmittedAt": _now(), "MessageID": message_id, **_OK})
 
     def _create(self, call: Call) -> Reply:

@@ -23,7 +23,7 @@ def test_get_job_returns_every_field(free: Client) -> None:
 
     assert response.status_code == 200
     data = response.json()["data"]
-    assert SLIM_KEYS | {"payload", "maxAttempts", "startedAt", "deliveryLogs", "nextAttemptAt"} == set(data)
+    assert SLIM_KEYS | {"payload", "maxAttempts", "startedAt", "deliveryLogs", "nextAttemptAt", "events"} == set(data)
     assert data["id"] == job_id
     assert (data["type"], data["status"], data["priority"], data["attempts"]) == ("webhook", "pending", 10, 0)
     assert data["maxAttempts"] == 3

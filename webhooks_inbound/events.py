@@ -1,0 +1,145 @@
+"""Provider events in one shape: what happened, to which message, when (docs/inbound-events.md).
+
+django-anymail parses each provider's payload into an ``AnymailTrackingEvent``; the type is
+read from the provider's own event name instead of anymail's normalised one, because the
+mapping is ours: every provider name below maps to exactly one of the seven types, and a
+provider's temporary failure is DEFERRED rather than a bounce.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from anymail.signals import AnymailTrackingEvent
+
+from providers.names import EmailEventType, ProviderName
+
+RECIPIENT_MAX_LENGTH = 320
+EVENT_ID_MAX_LENGTH = 255
+
+POSTMARK_RECORD_TYPES = {
+    "Delivery": EmailEventType.DELIVERED,
+    "Open": EmailEventType.OPENED,
+    "Click": EmailEventType.CLICKED,
+    "Bounce": EmailEventType.BOUNCED,
+    "SpamComplaint": EmailEventType.SPAM_REPORT,
+    "SubscriptionChange": EmailEventType.UNSUBSCRIBED,
+}
+# Bounce types Postmark documents as temporary (https://postmarkapp.com/developer/api/bounce-api#bounce-types).
+POSTMARK_TEMPORARY_BOUNCES = {"Transient", "SoftBounce", "DnsError"}
+
+SENDGRID_EVENTS = {
+    "delivered": EmailEventType.DELIVERED,
+    "open": EmailEventType.OPENED,
+    "click": EmailEventType.CLICKED,
+    "bounce": EmailEventType.BOUNCED,
+    "dropped": EmailEventType.BOUNCED,
+    "spamreport": EmailEventType.SPAM_REPORT,
+    "unsubscribe": EmailEventType.UNSUBSCRIBED,
+    "group_unsubscribe": EmailEventType.UNSUBSCRIBED,
+    "deferred": EmailEventType.DEFERRED,
+}
+
+RESEND_EVENTS = {
+    "email.delivered": EmailEventType.DELIVERED,
+    "email.opened": EmailEventType.OPENED,
+    "email.clicked": EmailEventType.CLICKED,
+    "email.bounced": EmailEventType.BOUNCED,
+    "email.complained": EmailEventType.SPAM_REPORT,
+    "email.delivery_delayed": EmailEventType.DEFERRED,
+}
+
+
+def postmark_event_type(event: Mapping[str, Any]) -> EmailEventType | None:
+    record_type = event.get("RecordType")
+    if record_type == "Bounce" and event.get("Type") in POSTMARK_TEMPORARY_BOUNCES:
+        return EmailEventType.DEFERRED
+    if record_type == "SubscriptionChange" and event.get("SuppressSending") is False:
+        return None  # a reactivated recipient: no longer unsubscribed
+    return POSTMARK_RECORD_TYPES.get(record_type)  # type: ignore[arg-type]
+
+
+def sendgrid_event_type(event: Mapping[str, Any]) -> EmailEventType | None:
+    # SendGrid reports a receiving server's temporary refusal as a bounce of type "blocked"
+    # (https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/event#delivery-events).
+    if event.get("event") == "bounce" and event.get("type") == "blocked":
+        return EmailEventType.DEFERRED
+    return SENDGRID_EVENTS.get(event.get("event"))  # type: ignore[arg-type]
+
+
+def resend_event_type(event: Mapping[str, Any]) -> EmailEventType | None:
+    bounce = (event.get("data") or {}).get("bounce")
+    if event.get("type") == "email.bounced" and isinstance(bounce, dict) and bounce.get("type") == "Transient":
+        return EmailEventType.DEFERRED
+    return RESEND_EVENTS.get(event.get("type"))  # type: ignore[arg-type]
+
+
+EVENT_TYPE_OF: dict[str, Callable[[Mapping[str, Any]], EmailEventType | None]] = {
+    ProviderName.POSTMARK: postmark_event_type,
+    ProviderName.SENDGRID: sendgrid_event_type,
+    ProviderName.RESEND: resend_event_type,
+}
+
+
+@dataclass(frozen=True)
+class ReportedEvent:
+    type: EmailEventType
+    # The provider's id for the event; the same event sent again carries the same one.
+    provider_event_id: str
+    occurred_at: datetime
+    recipient: str
+    # How the event names its message: the provider's message id, and the job id we sent as metadata.
+    message_id: str | None
+    job_id: uuid.UUID | None
+    payload: str
+
+
+def reported_event(provider: str, parsed: AnymailTrackingEvent, *, received_at: datetime) -> ReportedEvent | None:
+    """The event in our shape, or None for an event type NotifyHub does not track."""
+    raw: Mapping[str, Any] = parsed.esp_event
+    event_type = EVENT_TYPE_OF[provider](raw)
+    if event_type is None:
+        return None
+    payload = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return ReportedEvent(
+        type=event_type,
+        provider_event_id=_text(parsed.event_id, EVENT_ID_MAX_LENGTH) or _digest(payload),
+        occurred_at=_aware(parsed.timestamp) or received_at,
+        recipient=_text(parsed.recipient, RECIPIENT_MAX_LENGTH),
+        message_id=_text(parsed.message_id, EVENT_ID_MAX_LENGTH) or None,
+        job_id=_job_id(parsed.metadata),
+        payload=payload,
+    )
+
+
+def _digest(payload: str) -> str:
+    """An id for an event the provider gives none (Postmark's deliveries, opens, clicks).
+
+    The same event sent again hashes the same.
+    """
+    return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _text(value: Any, max_length: int) -> str:
+    return str(value)[:max_length] if value not in (None, "") else ""
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _job_id(metadata: Any) -> uuid.UUID | None:
+    """The job id NotifyHub put in the message's metadata at send time, when the event carries it back."""
+    value = metadata.get("job_id") if isinstance(metadata, dict) else None
+    try:
+        return uuid.UUID(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
