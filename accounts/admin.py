@@ -23,7 +23,9 @@ class ProviderKeyInline(admin.TabularInline):
 class AccountAdmin(admin.ModelAdmin):
     list_display = ["user", "plan", "plan_started_on", "is_active", "deleted_at", "created_at"]
     list_filter = ["plan", "is_active"]
-    search_fields = ["user__email"]
+    search_fields = ["user__email", "public_id"]
+    # The public id is the customerId of the account's provider-event receiver URLs.
+    readonly_fields = ["public_id"]
     inlines = [ApiKeyInline, ProviderKeyInline]
 
 

@@ -121,7 +121,11 @@ class EmailProvider:
             message.send()
         except AnymailError as error:
             raise self._send_error(error) from None
-        return SendResult(provider=self.name, message_id=message.anymail_status.message_id)  # type: ignore[attr-defined]
+        return SendResult(provider=self.name, message_id=self.message_id(message))
+
+    def message_id(self, message: EmailMultiAlternatives) -> str | None:
+        """The id the provider's events will name the message by."""
+        return message.anymail_status.message_id  # type: ignore[attr-defined]
 
     def _send_error(self, error: AnymailError) -> ProviderError:
         if isinstance(error, AnymailRequestsAPIError) and isinstance(error, requests.RequestException):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from django.core.mail import EmailMultiAlternatives
+
 from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification
 
 
@@ -16,6 +18,14 @@ class SendGrid(EmailProvider):
     anymail_backend = "anymail.backends.sendgrid.EmailBackend"
     api_url_setting = "SENDGRID_API_URL"
     domains_path = "whitelabel/domains"
+
+    def message_id(self, message: EmailMultiAlternatives) -> str | None:
+        # SendGrid's events name the message by sg_message_id, which begins with the X-Message-Id
+        # of the send (https://www.twilio.com/docs/sendgrid/glossary/message-id); anymail's own id
+        # travels only in the custom args.
+        response = message.anymail_status.esp_response  # type: ignore[attr-defined]
+        sent_id = response.headers.get("X-Message-Id") if response is not None else None
+        return sent_id or super().message_id(message)
 
     def error_detail(self, body: Any) -> str | None:
         errors = body.get("errors") if isinstance(body, dict) else None

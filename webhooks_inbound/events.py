@@ -94,8 +94,9 @@ class ReportedEvent:
     provider_event_id: str
     occurred_at: datetime
     recipient: str
-    # How the event names its message: the provider's message id, and the job id we sent as metadata.
-    message_id: str | None
+    # How the event names its message: the ids the provider may have given it at send time, and
+    # the job id NotifyHub sent along as metadata.
+    message_ids: tuple[str, ...]
     job_id: uuid.UUID | None
     payload: str
 
@@ -112,10 +113,28 @@ def reported_event(provider: str, parsed: AnymailTrackingEvent, *, received_at: 
         provider_event_id=_text(parsed.event_id, EVENT_ID_MAX_LENGTH) or _digest(payload),
         occurred_at=_aware(parsed.timestamp) or received_at,
         recipient=_text(parsed.recipient, RECIPIENT_MAX_LENGTH),
-        message_id=_text(parsed.message_id, EVENT_ID_MAX_LENGTH) or None,
+        message_ids=_message_ids(provider, parsed),
         job_id=_job_id(parsed.metadata),
         payload=payload,
     )
+
+
+def _message_ids(provider: str, parsed: AnymailTrackingEvent) -> tuple[str, ...]:
+    ids = [_text(parsed.message_id, EVENT_ID_MAX_LENGTH)]
+    sg_message_id = parsed.esp_event.get("sg_message_id") if provider == ProviderName.SENDGRID else None
+    if isinstance(sg_message_id, str):
+        ids.extend(sendgrid_send_ids(sg_message_id))
+    return tuple(message_id for message_id in ids if message_id)
+
+
+def sendgrid_send_ids(sg_message_id: str) -> list[str]:
+    """The X-Message-Id the send may have had: sg_message_id begins with it, up to one of its dots.
+
+    ``14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0`` was sent as ``14c5d75ce93.dfd.64b469``;
+    newer ids have no dot of their own. Each prefix ending before a dot is a candidate.
+    """
+    parts = sg_message_id[:EVENT_ID_MAX_LENGTH].split(".")
+    return [".".join(parts[:count]) for count in range(1, len(parts))]
 
 
 def _digest(payload: str) -> str:

@@ -115,7 +115,7 @@ def _job_ids(account: Account, events: Sequence[ReportedEvent]) -> list[uuid.UUI
     own_jobs = (
         set(Job.objects.filter(account=account, id__in=claimed).values_list("id", flat=True)) if claimed else set()
     )
-    message_ids = {event.message_id for event in events if event.message_id and event.job_id not in own_jobs}
+    message_ids = {message_id for event in events if event.job_id not in own_jobs for message_id in event.message_ids}
     by_message: dict[str | None, uuid.UUID] = (
         dict(
             DeliveryLog.objects.filter(job__account=account, provider_message_id__in=message_ids).values_list(
@@ -125,7 +125,11 @@ def _job_ids(account: Account, events: Sequence[ReportedEvent]) -> list[uuid.UUI
         if message_ids
         else {}
     )
-    return [event.job_id if event.job_id in own_jobs else by_message.get(event.message_id) for event in events]
+    return [event.job_id if event.job_id in own_jobs else _job_by_message(event, by_message) for event in events]
+
+
+def _job_by_message(event: ReportedEvent, by_message: dict[str | None, uuid.UUID]) -> uuid.UUID | None:
+    return next((by_message[message_id] for message_id in event.message_ids if message_id in by_message), None)
 
 
 def _row(account: Account, provider: str, job_id: uuid.UUID, event: ReportedEvent) -> EmailEvent:

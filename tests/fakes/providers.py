@@ -100,6 +100,8 @@ class FakeProvider:
         self.calls: list[Call] = []
         self.domains = DomainTable()
         self._sent: list[Call] = []
+        # What the provider knows of each message it accepted, to report events on it (tests/fakes/events.py).
+        self.accepted: list[dict[str, Any]] = []
         self._keys: set[str] = set()
         self._verified: set[str] = set()
         self._failures: dict[str, deque[int]] = {endpoint: deque() for endpoint in ENDPOINTS}
@@ -261,7 +263,9 @@ class FakeSendGrid(FakeProvider):
         problems = list(_sendgrid_mail_problems(mail))
         if problems:
             return Reply(400, {"errors": problems})
-        return Reply(202, None, {"X-Message-Id": secrets.token_urlsafe(16)[:22]})
+        message_id = secrets.token_urlsafe(16)[:22]
+        self.accepted.append({"X-Message-Id": message_id, "personalizations": mail.get("personalizations")})
+        return Reply(202, None, {"X-Message-Id": message_id})
 
     def _create(self, call: Call) -> Reply:
         body = call.json
@@ -471,7 +475,9 @@ class FakeResend(FakeProvider):
         if not all(_resend_tag_ok(tag) for tag in mail.get("tags") or []):
             message = "Tags should only contain ASCII letters, numbers, underscores, or dashes."
             return self._error(422, message, "validation_error")
-        return Reply(200, {"id": str(uuid.uuid4())})
+        email_id = str(uuid.uuid4())
+        self.accepted.append({"id": email_id, "to": mail["to"], "headers": mail.get("headers") or {}})
+        return Reply(200, {"id": email_id})
 
     def _create(self, call: Call) -> Reply:
         body = call.json
@@ -600,8 +606,6 @@ class FakePostmark(FakeProvider):
     def __init__(self) -> None:
         super().__init__()
         self._account_tokens: set[str] = set()
-        # What Postmark knows of each accepted message, to report events about it (tests/fakes/events.py).
-        self.messages: list[dict[str, Any]] = []
 
     def accept_account_token(self, token: str) -> None:
         self._account_tokens.add(token)
@@ -650,7 +654,7 @@ class FakePostmark(FakeProvider):
         if not _postmark_metadata_ok(metadata):
             return self._error(422, "Invalid metadata content. Up to 10 fields of 20 and 80 characters.", code=300)
         message_id = str(uuid.uuid4())
-        self.messages.append({"MessageID": message_id, "To": mail.get("To", ""), "Metadata": metadata})
+        self.accepted.append({"MessageID": message_id, "To": mail.get("To", ""), "Metadata": metadata})
         return Reply(200, {"To": mail.get("To", ""), "SubmittedAt": _now(), "MessageID": message_id, **_OK})
 
     def _create(self, call: Call) -> Reply:

@@ -50,7 +50,8 @@ def test_a_paid_email_goes_through_the_first_provider(
     assert call.json["subject"] == "Welcome"
     assert call.json["custom_args"]["job_id"] == job_id
     assert resend.sent == []
-    assert job.delivery_logs.get().provider_message_id
+    # SendGrid's events name the message by an sg_message_id that begins with this (webhooks_inbound).
+    assert job.delivery_logs.get().provider_message_id == sendgrid.accepted[0]["X-Message-Id"]
 
 
 def test_the_sender_defaults_to_noreply_at_the_em_subdomain(startup: Client, resend: FakeResend) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import Client, ready_to_send, wait_for_job
-from tests.fakes.events import PostmarkEvents, SendGridEvents
-from tests.fakes.providers import FakePostmark
+from tests.fakes.events import PostmarkEvents, ResendEvents, SendGridEvents
+from tests.fakes.providers import FakePostmark, FakeResend, FakeSendGrid
 from tests.webhooks_inbound.conftest import SentEmail, post_events, receiver_path
 
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
@@ -83,6 +83,59 @@ def test_another_accounts_job_status_never_shows_these_events(
 
 
 @pytest.mark.usefixtures("worker")
+def test_sendgrid_and_resend_events_for_emails_they_sent_reach_get_job_status(
+    holder: Client,
+    sendgrid: FakeSendGrid,
+    resend: FakeResend,
+    sendgrid_events: SendGridEvents,
+    resend_events: ResendEvents,
+    live_server: Any,
+) -> None:
+    ready_to_send(holder, "SENDGRID", "RESEND")
+    by_sendgrid = holder.send_email(provider="SENDGRID").json()["data"]["jobId"]
+    by_resend = holder.send_email(provider="RESEND").json()["data"]["jobId"]
+    assert [wait_for_job(job_id).status for job_id in (by_sendgrid, by_resend)] == ["completed", "completed"]
+    # Each provider names the message its own way: SendGrid by an sg_message_id that begins with
+    # the X-Message-Id of the send (custom args left out here), Resend by the id it answered with.
+    (sendgrid_message,) = sendgrid.accepted
+    (resend_message,) = resend.accepted
+    sg_message_id = sendgrid_message["X-Message-Id"] + ".filterdrecv-5bd4c-1-64B7-9.0"
+    deliveries = {
+        "sendgrid": sendgrid_events.batch(
+            [sendgrid_events.event("delivered", sg_message_id=sg_message_id, timestamp=int(AT.timestamp()))]
+        ),
+        "resend": resend_events.deliver(resend_events.event("email.opened", email_id=resend_message["id"], at=AT)),
+    }
+
+    for slug, delivery in deliveries.items():
+        response = delivery.post(live_server.url + receiver_path(slug, holder.account))
+        assert (response.status_code, response.json()["data"]["stored"]) == (200, 1)
+
+    events = {
+        job_id: holder.get(f"/api/v1/notifications/jobs/{job_id}").json()["data"]["events"]
+        for job_id in (by_sendgrid, by_resend)
+    }
+    assert events == {
+        by_sendgrid: [
+            {
+                "type": "DELIVERED",
+                "provider": "SENDGRID",
+                "occurredAt": "2026-11-20T09:00:00.000Z",
+                "recipient": "user@example.com",
+            }
+        ],
+        by_resend: [
+            {
+                "type": "OPENED",
+                "provider": "RESEND",
+                "occurredAt": "2026-11-20T09:00:00.000Z",
+                "recipient": "user@example.com",
+            }
+        ],
+    }
+
+
+@pytest.mark.usefixtures("worker")
 def test_a_postmark_event_for_an_email_sent_through_postmark_reaches_get_job_status(
     holder: Client, postmark: FakePostmark, postmark_events: PostmarkEvents, live_server: Any
 ) -> None:
@@ -90,7 +143,7 @@ def test_a_postmark_event_for_an_email_sent_through_postmark_reaches_get_job_sta
     job_id = holder.send_email(to="ada@example.com").json()["data"]["jobId"]
     assert wait_for_job(job_id).status == "completed"
     # Postmark reports on the message it accepted, as its webhook would: over HTTP, naming its MessageID.
-    (message,) = postmark.messages
+    (message,) = postmark.accepted
     assert message["Metadata"] == {"job_id": job_id}
     delivered = postmark_events.event("Delivery", message_id=message["MessageID"], recipient=message["To"], at=AT)
 

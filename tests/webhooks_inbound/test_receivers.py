@@ -187,6 +187,27 @@ def test_an_event_finds_its_job_by_the_job_id_in_its_metadata(
     assert stored(holder.account) == [("POSTMARK", "DELIVERED", "user@example.com", str(job.id))]
 
 
+@pytest.mark.parametrize(
+    ("sent_as", "sg_message_id"),
+    [
+        ("14c5d75ce93.dfd.64b469", "14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0"),
+        ("Ow7Hm8WLQWqxAH-gB6OB2g", "Ow7Hm8WLQWqxAH-gB6OB2g.filterdrecv-p3mdw1-756b745b58-kmzbl-18-5F5FC76C-9.0"),
+    ],
+)
+def test_a_sendgrid_event_finds_its_job_by_the_x_message_id_its_sg_message_id_begins_with(
+    holder: Client, sent_email: SentEmail, sendgrid_events: SendGridEvents, sent_as: str, sg_message_id: str
+) -> None:
+    job, _ = sent_email(holder.account, "SENDGRID", message_id=sent_as)
+    sent_email(holder.account, "SENDGRID", message_id=sent_as + ".other")
+    # No custom args: the event names the message only by SendGrid's own id.
+    event = sendgrid_events.event("delivered", sg_message_id=sg_message_id)
+
+    response = post_events("sendgrid", holder.account, sendgrid_events.batch([event]))
+
+    assert response.json()["data"]["stored"] == 1
+    assert stored(holder.account) == [("SENDGRID", "DELIVERED", "user@example.com", str(job.id))]
+
+
 def test_an_event_for_an_unknown_message_is_acknowledged_dropped_and_logged(
     holder: Client, postmark_events: PostmarkEvents, caplog: pytest.LogCaptureFixture
 ) -> None:
