@@ -24,6 +24,9 @@ class Account(models.Model):
     # The quota cycle is anchored on this day (see accounts/billing.py).
     plan_started_on = models.DateField(default=today)
     is_active = models.BooleanField(default=True)
+    # Set when the holder follows the sign-up email's link; until then no API key can be made.
+    # Accounts made by operators (manage.py createaccount) start confirmed.
+    email_confirmed_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -33,6 +36,10 @@ class Account(models.Model):
     @property
     def limits(self) -> PlanLimits:
         return limits_for(self.plan)
+
+    @property
+    def is_confirmed(self) -> bool:
+        return self.email_confirmed_at is not None
 
     @property
     def is_usable(self) -> bool:

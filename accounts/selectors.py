@@ -1,9 +1,14 @@
 from __future__ import annotations
 
-from django.db import DEFAULT_DB_ALIAS, connection
+from dataclasses import dataclass
+from datetime import date
 
+from django.db import DEFAULT_DB_ALIAS, connection
+from django.utils import timezone
+
+from accounts.billing import billing_period
 from accounts.keys import api_key_digest, is_well_formed
-from accounts.models import Account, ApiKey, ProviderKey, SigningSecret
+from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
 from core.crypto import decrypt
 from providers.base import Credentials
 
@@ -64,3 +69,30 @@ def configured_providers(*, account: Account) -> list[str]:
         .order_by("priority", "created_at")
         .values_list("provider", flat=True)
     )
+
+
+@dataclass(frozen=True)
+class Usage:
+    plan: str
+    used: int
+    # Notifications the period allows (Free: all of them; paid plans: webhooks only).
+    limit: int
+    period_start: date
+    resets_on: date
+
+
+def usage_get(*, account: Account) -> Usage:
+    """This billing period's use of the quota."""
+    start, resets_on = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
+    used = UsagePeriod.objects.filter(account=account, period_start=start).values_list("used", flat=True).first()
+    return Usage(
+        plan=account.plan,
+        used=used or 0,
+        limit=account.limits.monthly_quota,
+        period_start=start,
+        resets_on=resets_on,
+    )
+
+
+def active_api_key(*, account: Account) -> ApiKey | None:
+    return ApiKey.objects.filter(account=account, revoked_at__isnull=True).first()

@@ -4,32 +4,67 @@ import secrets
 from datetime import date
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from accounts.billing import billing_period, us_date
 from accounts.keys import api_key_digest, generate_api_key
 from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
+from accounts.plans import Plan
 from core.crypto import encrypt
-from core.errors import QuotaExceeded
+from core.errors import Conflict, NotPermitted, QuotaExceeded
+
+UNCONFIRMED_KEY_MESSAGE = "Confirm your email address first: follow the link we emailed you, then create a key."
+EMAIL_TAKEN_MESSAGE = "An account with this email already exists. Sign in instead."
 
 
 @transaction.atomic
 def account_create(*, email: str, plan: str, password: str | None = None) -> tuple[Account, str]:
-    """A user, their account and a first API key; returns the key's plaintext (shown once)."""
+    """An operator's account: a user, their confirmed account and a first API key (its plaintext, shown once)."""
     user = get_user_model().objects.create_user(username=email, email=email, password=password)
-    account = Account.objects.create(user=user, plan=plan)
+    account = Account.objects.create(user=user, plan=plan, email_confirmed_at=timezone.now())
     return account, api_key_issue(account=account)
+
+
+@transaction.atomic
+def account_sign_up(*, email: str, password: str) -> Account:
+    """A holder's own Free account, unconfirmed and without a key until the address is confirmed."""
+    users = get_user_model().objects
+    if users.filter(username__iexact=email).exists():
+        raise Conflict(EMAIL_TAKEN_MESSAGE)
+    try:
+        user = users.create_user(username=email, email=email, password=password)
+    except IntegrityError:  # the same address signed up a moment ago
+        raise Conflict(EMAIL_TAKEN_MESSAGE) from None
+    return Account.objects.create(user=user, plan=Plan.FREE)
+
+
+def email_confirm(*, account: Account) -> Account:
+    if account.email_confirmed_at is None:
+        account.email_confirmed_at = timezone.now()
+        account.save(update_fields=["email_confirmed_at"])
+    return account
 
 
 @transaction.atomic
 def api_key_issue(*, account: Account) -> str:
     """Revokes the account's active key, if any, and issues a new one."""
+    if not account.is_confirmed:
+        raise NotPermitted(UNCONFIRMED_KEY_MESSAGE)
     ApiKey.objects.filter(account=account, revoked_at__isnull=True).update(revoked_at=timezone.now())
     raw_key = generate_api_key()
     ApiKey.objects.create(account=account, digest=api_key_digest(raw_key), hint=raw_key[:10])
     return raw_key
+
+
+@transaction.atomic
+def account_delete(*, account: Account) -> None:
+    """Soft delete: the holder cannot sign in and the API key answers 403; staff can restore it."""
+    account.deleted_at = timezone.now()
+    account.save(update_fields=["deleted_at"])
+    account.user.is_active = False
+    account.user.save(update_fields=["is_active"])
 
 
 def account_set_plan(*, account: Account, plan: str) -> Account:

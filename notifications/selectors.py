@@ -49,3 +49,7 @@ def job_list(
     total = jobs.count()
     offset = (page - 1) * limit
     return list(jobs.only(*SLIM_FIELDS).order_by("-created_at", "-id")[offset : offset + limit]), total
+
+
+def job_count(*, account: Account) -> int:
+    return Job.objects.filter(account=account).count()

@@ -11,13 +11,16 @@ from django.utils import timezone
 from accounts.models import Account
 from accounts.selectors import configured_providers
 from core.crypto import encrypt
-from core.errors import InvalidRequest, NotFound, NotPermitted, SenderNotAllowed, SendingNotReady
+from core.errors import InvalidRequest, NotFound, NotPermitted, SenderNotAllowed, SendingNotReady, UpstreamFailed
 from domains.services import sender_address
 from notifications import store
 from notifications.delivery.http import split_credentials
 from notifications.models import Job, JobStatus, JobType
 from notifications.queue import job_enqueue
 from notifications.selectors import parse_job_id
+from providers.base import Credentials, OutgoingEmail, build_message
+from providers.failover import Route, send_with_failover
+from providers.registry import get_provider
 
 NO_PROVIDER_MESSAGE = (
     "Please add at least one email provider API key (SendGrid, Resend, or Postmark) in Settings before sending emails."
@@ -36,6 +39,33 @@ def _requeue_time() -> datetime:
 
 def platform_sender() -> str:
     return f"noreply@{settings.PLATFORM_DOMAIN}"
+
+
+def platform_routes() -> list[Route]:
+    """The platform's own providers in order (PLATFORM_PROVIDERS); none on a local run."""
+    return [
+        Route(get_provider(name), Credentials(api_key=settings.PLATFORM_PROVIDER_KEYS[name]))
+        for name in settings.PLATFORM_PROVIDERS
+    ]
+
+
+def platform_email_send(*, to: str, subject: str, html: str) -> None:
+    """Mail from NotifyHub itself (sign-up confirmations, password resets), sent now.
+
+    Through the platform's providers with failover, or Django's email backend when there are
+    none (files in var/outbox/ on a local run), as the Free plan's emails go.
+    """
+    email = OutgoingEmail(job_id=None, sender=platform_sender(), to=to, subject=subject, html=html)
+    routes = platform_routes()
+    if not routes:
+        try:
+            build_message(email).send()
+        except OSError as error:
+            raise UpstreamFailed(f"The email could not be sent: {error.strerror or error}") from None
+        return
+    result = send_with_failover(email, routes)
+    if not result.sent:
+        raise UpstreamFailed(f"The email could not be sent: {result.error_message}")
 
 
 def _check_free_plan_email(*, sender: str | None, priority: int | None, provider: str | None) -> None:

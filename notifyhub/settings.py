@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "notifications",
     "domains",
     "webhooks_inbound",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -204,6 +205,10 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "landing"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every start without it
 # Serve app static files straight from the packages: no collectstatic step in `make run`.

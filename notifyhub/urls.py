@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     re_path(r"^api/(?P<path>.*)$", api_not_found),
     path("admin/", admin.site.urls),
+    path("", include("dashboard.urls")),
 ]
 
 handler400 = "core.api.views.handle_bad_request"

@@ -47,7 +47,8 @@ class Credentials:
 
 @dataclass(frozen=True)
 class OutgoingEmail:
-    job_id: str
+    # None for NotifyHub's own mail (sign-up confirmations), which belongs to no job.
+    job_id: str | None
     sender: str
     to: str
     subject: str
@@ -116,7 +117,8 @@ class EmailProvider:
         }
         message = build_message(email, connection=get_connection(self.anymail_backend, **options))
         # The job id travels with the message so the provider's events can be matched to it.
-        message.metadata = {"job_id": email.job_id}  # type: ignore[attr-defined]
+        if email.job_id:
+            message.metadata = {"job_id": email.job_id}  # type: ignore[attr-defined]
         try:
             message.send()
         except AnymailError as error:

@@ -35,7 +35,7 @@ def test_ten_wrong_passwords_then_the_right_one_is_refused(staff_email: str, cap
     for _ in range(10):
         assert sign_in(browser, staff_email, "wrong", address).status_code == 200  # type: ignore[attr-defined]
 
-    with caplog.at_level(logging.WARNING, logger="core.admin"):
+    with caplog.at_level(logging.WARNING, logger="core.signin"):
         refused = sign_in(browser, staff_email, PASSWORD, address)
 
     assert refused.status_code == 429  # type: ignore[attr-defined]

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import time
 
-from django.conf import settings
-
 from accounts.selectors import provider_credentials
 from core.errors import DomainError, InvalidRequest, SendingNotReady
 from domains.services import sender_address
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.models import Job
-from notifications.services import NO_PROVIDER_MESSAGE, platform_sender, provider_not_configured_message
-from providers.base import Credentials, OutgoingEmail, build_message
+from notifications.services import (
+    NO_PROVIDER_MESSAGE,
+    platform_routes,
+    platform_sender,
+    provider_not_configured_message,
+)
+from providers.base import OutgoingEmail, build_message
 from providers.failover import Route, send_with_failover
 from providers.registry import get_provider
 
@@ -27,7 +30,7 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
     paid = job.account.limits.is_paid
     try:
         sender = sender_address(account=job.account, requested=job.payload.get("from")) if paid else platform_sender()
-        routes = _account_routes(job) if paid else _platform_routes()
+        routes = _account_routes(job) if paid else platform_routes()
     except DomainError as error:
         # The job cannot go out as the account stands (no key, no verified domain): no retry helps.
         return AttemptOutcome.failure(error.message, retryable=False)
@@ -51,13 +54,6 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
         return AttemptOutcome(delivered=True, provider_message_id=result.sent.message_id, **details)  # type: ignore[arg-type]
     # A forced route that failed is final (docs/rules.md, "Routing").
     return AttemptOutcome.failure(result.error_message, retryable=job.provider is None, **details)
-
-
-def _platform_routes() -> list[Route]:
-    return [
-        Route(get_provider(name), Credentials(api_key=settings.PLATFORM_PROVIDER_KEYS[name]))
-        for name in settings.PLATFORM_PROVIDERS
-    ]
 
 
 def _account_routes(job: Job) -> list[Route]:

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from dashboard.views import auth, domain, pages, providers, webhooks
+from dashboard.views.auth import PasswordResetView, SignInView, SignUpView
+
+urlpatterns = [
+    path("", pages.landing, name="landing"),
+    path("signup/", SignUpView.as_view(), name="signup"),
+    path("signup/sent/", auth.signup_sent, name="signup-sent"),
+    path("signup/confirm/<str:uidb64>/<str:token>/", auth.ConfirmEmailView.as_view(), name="confirm-email"),
+    path("signup/confirm/resend/", auth.resend_confirmation, name="resend-confirmation"),
+    path("login/", SignInView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password-reset/", PasswordResetView.as_view(), name="password_reset"),
+    path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path(
+        "password-reset/<str:uidb64>/<str:token>/",
+        auth_views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path("password-reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    path("dashboard/", pages.HomeView.as_view(), name="dashboard"),
+    path("dashboard/api-key/", pages.ApiKeyView.as_view(), name="api-key"),
+    path("dashboard/providers/", providers.ProvidersView.as_view(), name="providers"),
+    path("dashboard/domain/", domain.DomainView.as_view(), name="domain"),
+    path("dashboard/webhooks/", webhooks.WebhooksView.as_view(), name="webhooks"),
+    path("dashboard/account/", pages.AccountView.as_view(), name="account"),
+    path("dashboard/account/password/", auth.PasswordChangeView.as_view(), name="password_change"),
+    path("dashboard/account/delete/", pages.AccountDeleteView.as_view(), name="account-delete"),
+]
