@@ -13,6 +13,7 @@ import redis
 import trustme
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings
+from django.core.cache import caches
 from django.db import connection
 from django.utils import timezone
 
@@ -54,6 +55,7 @@ def _service_markers(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits() -> None:
     reset_rate_limits()
+    caches[settings.RATELIMIT_USE_CACHE].clear()
 
 
 @dataclass

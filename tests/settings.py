@@ -16,6 +16,12 @@ SECURE_HSTS_SECONDS = 0
 # Hashing cost is not under test; fast hashes keep account fixtures cheap.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
+# Sign-in and sign-up counts (django-ratelimit) in this process's memory, emptied before each
+# test: every test client and the live server come from 127.0.0.1, and Redis would keep the
+# counts of earlier runs for an hour.
+CACHES["ratelimit"] = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ratelimit"}  # noqa: F405
+RATELIMIT_USE_CACHE = "ratelimit"
+
 # Worker processes started by tests must see the test database, so SQLite's is a file.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}  # noqa: F405

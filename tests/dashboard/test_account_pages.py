@@ -1,0 +1,389 @@
+"""Sign-up, confirmation, sign-in, password reset and change, the account, API key and webhooks pages."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pytest
+from django.core import mail
+from django.test import Client as Browser
+
+from accounts.models import Account, ApiKey, SigningSecret
+from accounts.services import UNCONFIRMED_KEY_MESSAGE
+from tests.conftest import Client
+from tests.fakes.events import PostmarkEvents, SendGridEvents
+from tests.fakes.providers import FakePostmark
+from tests.providers_fixtures import POSTMARK_KEY
+from webhooks_inbound.models import TrackingCredentials
+
+PASSWORD = "a sound passphrase 42"
+
+
+def page_html(response: Any) -> str:
+    return re.sub(r"\s+", " ", response.content.decode())
+
+
+def page_text(response: Any) -> str:
+    """What a reader sees: the page without its tags."""
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", response.content.decode()))).replace(" .", ".")
+
+
+def sign_up(browser: Browser, email: str = "Ada@Example.com", password: str = PASSWORD, **extra: Any) -> Any:
+    return browser.post("/signup/", {"email": email, "password": password}, **extra)
+
+
+def confirmation_link() -> str:
+    html = mail.outbox[-1].alternatives[0][0]  # type: ignore[attr-defined]
+    found = re.search(r"http://testserver(/signup/confirm/[^\"<]+)", html)
+    assert found, html
+    return found.group(1)
+
+
+@pytest.fixture
+def browser(db: None) -> Browser:
+    return Browser()
+
+
+@pytest.fixture
+def holder(startup: Client) -> tuple[Browser, Account]:
+    browser = Browser()
+    browser.force_login(startup.account.user)
+    return browser, startup.account
+
+
+# --- sign-up and confirmation ------------------------------------------------------------------
+
+
+def test_sign_up_makes_an_unconfirmed_free_account_without_a_key_and_emails_a_link(browser: Browser) -> None:
+    response = sign_up(browser)
+
+    assert response.status_code == 302
+    assert response["Location"] == "/signup/sent/"
+    assert "We sent a confirmation link to ada@example.com" in page_text(browser.get("/signup/sent/"))
+    account = Account.objects.get(user__email="ada@example.com")
+    assert (account.plan, account.is_confirmed, account.user.username) == ("free", False, "ada@example.com")
+    assert not ApiKey.objects.filter(account=account).exists()
+    (message,) = mail.outbox
+    assert (message.to, message.subject, message.from_email) == (
+        ["ada@example.com"],
+        "Confirm your NotifyHub email address",
+        "noreply@notifyhub.local",
+    )
+
+
+def test_sign_up_mails_through_the_platforms_providers_when_there_are_some(
+    browser: Browser, postmark: FakePostmark, settings: Any
+) -> None:
+    settings.PLATFORM_PROVIDERS = ["POSTMARK"]
+    settings.PLATFORM_PROVIDER_KEYS = {"POSTMARK": POSTMARK_KEY}
+
+    sign_up(browser)
+
+    (call,) = postmark.sent
+    assert call.json["To"] == "ada@example.com"
+    assert call.json["From"] == "noreply@notifyhub.local"
+    assert "/signup/confirm/" in call.json["HtmlBody"]
+    assert "Metadata" not in call.json  # NotifyHub's own mail belongs to no job
+    assert mail.outbox == []
+
+
+def test_sign_up_says_so_when_the_email_cannot_be_sent(browser: Browser, postmark: FakePostmark, settings: Any) -> None:
+    settings.PLATFORM_PROVIDERS = ["POSTMARK"]
+    settings.PLATFORM_PROVIDER_KEYS = {"POSTMARK": "refused-key"}
+
+    sign_up(browser)
+
+    assert "the confirmation email could not be sent just now" in page_text(browser.get("/signup/sent/"))
+    assert Account.objects.filter(user__email="ada@example.com").exists()
+
+
+@pytest.mark.parametrize(
+    ("email", "password", "error"),
+    [
+        ("not-an-email", PASSWORD, "Enter a valid email address."),
+        ("ada@example.com", "short", "This password is too short. It must contain at least 8 characters."),
+        ("ada@example.com", "password123", "This password is too common."),
+        ("ada@example.com", "12345678901", "This password is entirely numeric."),
+        ("", PASSWORD, "This field is required."),
+    ],
+)
+def test_a_refused_sign_up_says_why_and_keeps_the_email(
+    browser: Browser, email: str, password: str, error: str
+) -> None:
+    response = sign_up(browser, email, password)
+
+    assert response.status_code == 200
+    assert error in page_text(response)
+    assert f'value="{email}"' in page_html(response) if email else True
+    assert not Account.objects.exists()
+
+
+def test_signing_up_twice_with_one_address_in_any_case_is_refused(browser: Browser) -> None:
+    sign_up(browser, "ada@example.com")
+
+    response = sign_up(Browser(), "ADA@example.com")
+
+    assert "An account with this email already exists. Sign in instead." in page_text(response)
+    assert Account.objects.count() == 1
+
+
+def test_the_sixth_sign_up_from_one_network_within_an_hour_is_429(browser: Browser) -> None:
+    answers = [sign_up(Browser(), f"user{n}@example.com").status_code for n in range(6)]
+
+    assert answers == [302] * 5 + [429]
+    assert Account.objects.count() == 5
+
+
+def test_the_link_confirms_on_post_signs_in_and_works_once(browser: Browser) -> None:
+    sign_up(browser)
+    link = confirmation_link()
+
+    shown = browser.get(link)
+    assert "Confirm ada@example.com to finish" in page_text(shown)
+    assert not Account.objects.get().is_confirmed  # opening the link confirms nothing
+    confirmed = browser.post(link)
+
+    assert confirmed["Location"] == "/dashboard/"
+    assert Account.objects.get().is_confirmed
+    assert "Your email address is confirmed" in page_text(browser.get("/dashboard/"))
+    assert "This link no longer works" in page_text(Browser().get(link))
+    assert Browser().post(link).status_code == 400
+
+
+@pytest.mark.parametrize("mangle", [lambda link: link[:-3] + "abc/", lambda link: "/signup/confirm/zzzz/abc-def/"])
+def test_a_tampered_link_is_refused(browser: Browser, mangle: Any) -> None:
+    sign_up(browser)
+
+    response = browser.post(mangle(confirmation_link()))
+
+    assert response.status_code == 400
+    assert not Account.objects.get().is_confirmed
+
+
+def test_an_unconfirmed_holder_signs_in_but_cannot_make_a_key_and_can_ask_for_a_new_link(browser: Browser) -> None:
+    sign_up(browser)
+    assert browser.post("/login/", {"username": "ada@example.com", "password": PASSWORD})["Location"] == "/dashboard/"
+
+    refused = browser.post("/dashboard/api-key/", follow=True)
+    resent = browser.post("/signup/confirm/resend/", follow=True)
+
+    assert UNCONFIRMED_KEY_MESSAGE in page_text(refused)
+    assert not ApiKey.objects.exists()
+    assert "We sent a new confirmation link to ada@example.com" in page_text(resent)
+    assert len(mail.outbox) == 2
+    browser.post(confirmation_link())
+    assert Account.objects.get().is_confirmed
+
+
+# --- sign-in -----------------------------------------------------------------------------------
+
+
+def test_sign_in_takes_the_email_in_any_case_and_refuses_a_wrong_password(browser: Browser) -> None:
+    sign_up(browser)
+
+    wrong = browser.post("/login/", {"username": "ada@example.com", "password": "nope"})
+    right = browser.post("/login/", {"username": "ADA@example.COM", "password": PASSWORD})
+
+    assert wrong.status_code == 200
+    assert "Wrong email or password." in page_text(wrong)
+    assert 'value="ada@example.com"' in page_html(wrong)
+    assert right["Location"] == "/dashboard/"
+
+
+def test_the_eleventh_wrong_password_for_one_email_within_a_minute_is_429(browser: Browser) -> None:
+    sign_up(browser)
+    # From ten different networks: the per-email count alone refuses the eleventh.
+    answers = [
+        Browser().post("/login/", {"username": "ada@example.com", "password": "wrong"}, REMOTE_ADDR=f"10.9.0.{n}")
+        for n in range(11)
+    ]
+    with_the_right_password = Browser().post(
+        "/login/", {"username": "ada@example.com", "password": PASSWORD}, REMOTE_ADDR="10.9.1.1"
+    )
+
+    assert [answer.status_code for answer in answers] == [200] * 10 + [429]
+    assert with_the_right_password.status_code == 429
+    assert re.search(r"Try again in \d+ minutes?\.", page_text(answers[-1]))
+
+
+def test_dashboard_pages_need_a_signed_in_holder(browser: Browser) -> None:
+    for path in ["/dashboard/", "/dashboard/api-key/", "/dashboard/webhooks/", "/dashboard/account/"]:
+        response = browser.get(path)
+        assert (response.status_code, response["Location"]) == (302, f"/login/?next={path}")
+
+
+def test_staff_without_an_account_are_sent_to_the_admin(browser: Browser, django_user_model: Any) -> None:
+    staff = django_user_model.objects.create_superuser("ops@notifyhub.local", "ops@notifyhub.local", PASSWORD)
+    browser.force_login(staff)
+
+    assert browser.get("/dashboard/")["Location"] == "/admin/"
+
+
+def test_the_landing_page_offers_sign_up_sign_in_and_the_docs_and_signed_in_goes_to_the_dashboard(
+    browser: Browser, holder: tuple[Browser, Account]
+) -> None:
+    landing = page_html(browser.get("/"))
+
+    for link in ['href="/signup/">Sign up', 'href="/login/">Sign in', 'href="/api/docs/">API docs']:
+        assert link in landing
+    assert holder[0].get("/")["Location"] == "/dashboard/"
+
+
+# --- password reset and change -----------------------------------------------------------------
+
+
+def test_password_reset_mails_a_link_that_sets_a_new_password(browser: Browser) -> None:
+    sign_up(browser)
+    mail.outbox.clear()
+
+    done = browser.post("/password-reset/", {"email": "ada@example.com"})
+    (message,) = mail.outbox
+    link = re.search(r"http://testserver(/password-reset/[^\"<]+)", message.alternatives[0][0])  # type: ignore[attr-defined]
+    assert link
+    form = browser.get(link.group(1), follow=True)
+    changed = browser.post(
+        form.redirect_chain[-1][0], {"new_password1": "another passphrase 7", "new_password2": "another passphrase 7"}
+    )
+
+    assert done["Location"] == "/password-reset/sent/"
+    assert message.subject == "Reset your NotifyHub password"
+    assert changed["Location"] == "/password-reset/done/"
+    assert (
+        Browser().post("/login/", {"username": "ada@example.com", "password": "another passphrase 7"}).status_code
+        == 302
+    )
+
+
+def test_password_reset_for_an_unknown_address_looks_the_same_and_sends_nothing(browser: Browser) -> None:
+    response = browser.post("/password-reset/", {"email": "nobody@example.com"})
+
+    assert response["Location"] == "/password-reset/sent/"
+    assert mail.outbox == []
+
+
+def test_password_change_needs_the_old_password(holder: tuple[Browser, Account]) -> None:
+    browser, account = holder
+    account.user.set_password(PASSWORD)
+    account.user.save()
+    browser.force_login(account.user)
+    new = {"new_password1": "another passphrase 7", "new_password2": "another passphrase 7"}
+
+    wrong = browser.post("/dashboard/account/password/", {"old_password": "nope", **new})
+    right = browser.post("/dashboard/account/password/", {"old_password": PASSWORD, **new}, follow=True)
+
+    assert "Your old password was entered incorrectly." in page_text(wrong)
+    assert "Your password is changed." in page_text(right)
+    account.user.refresh_from_db()
+    assert account.user.check_password("another passphrase 7")
+
+
+# --- account -----------------------------------------------------------------------------------
+
+
+def test_deleting_the_account_takes_the_password_then_signs_out_and_stops_the_key(
+    holder: tuple[Browser, Account], startup: Client
+) -> None:
+    browser, account = holder
+    account.user.set_password(PASSWORD)
+    account.user.save()
+    browser.force_login(account.user)
+
+    wrong = browser.post("/dashboard/account/delete/", {"password": "nope"})
+    deleted = browser.post("/dashboard/account/delete/", {"password": PASSWORD})
+
+    assert wrong.status_code == 400
+    assert "That is not your password." in page_text(wrong)
+    assert deleted["Location"] == "/"
+    account.refresh_from_db()
+    assert account.deleted_at is not None
+    assert not account.user.is_active
+    assert browser.get("/dashboard/").status_code == 302
+    assert startup.get("/api/v1/ping").status_code == 403
+    signing_in = Browser().post("/login/", {"username": account.user.email, "password": PASSWORD})
+    assert "Wrong email or password." in page_text(signing_in)
+
+
+def test_the_account_page_shows_the_email_plan_and_customer_id(holder: tuple[Browser, Account]) -> None:
+    browser, account = holder
+
+    text = page_text(browser.get("/dashboard/account/"))
+
+    assert account.user.email in text
+    assert "Startup" in text
+    assert str(account.public_id) in text
+
+
+# --- API key -----------------------------------------------------------------------------------
+
+
+def test_regenerating_the_key_shows_the_new_one_once_and_the_old_one_stops(
+    holder: tuple[Browser, Account], startup: Client
+) -> None:
+    browser, _ = holder
+
+    response = browser.post("/dashboard/api-key/")
+
+    new_key = re.search(r'id="new-api-key">(nh_[0-9a-f]{64})<', response.content.decode())
+    assert new_key
+    assert response["Cache-Control"] == "no-store"
+    assert startup.get("/api/v1/ping").status_code == 401
+    assert Browser().get("/api/v1/ping", HTTP_X_API_KEY=new_key.group(1)).status_code == 200
+    shown_later = page_html(browser.get("/dashboard/api-key/"))
+    assert new_key.group(1) not in shown_later
+    assert f"Your key begins <code>{new_key.group(1)[:10]}…</code>" in shown_later
+    assert "Regenerate API key" in shown_later
+
+
+# --- webhooks ----------------------------------------------------------------------------------
+
+
+def test_the_signing_secret_is_shown_once_then_rotated_and_deleted(holder: tuple[Browser, Account]) -> None:
+    browser, account = holder
+
+    generated = browser.post("/dashboard/webhooks/", {"action": "generate-signing-secret"})
+    first = re.search(r'id="signing-secret">(whsec_[0-9a-f]+)<', generated.content.decode())
+    rotated = browser.post("/dashboard/webhooks/", {"action": "rotate-signing-secret"})
+    second = re.search(r'id="signing-secret">(whsec_[0-9a-f]+)<', rotated.content.decode())
+    later = page_text(browser.get("/dashboard/webhooks/"))
+
+    assert first
+    assert second
+    assert first.group(1) != second.group(1)
+    assert generated["Cache-Control"] == "no-store"
+    assert second.group(1) not in later
+    assert "Rotate signing secret" in later
+    browser.post("/dashboard/webhooks/", {"action": "delete-signing-secret"})
+    assert not SigningSecret.objects.filter(account=account).exists()
+    assert "Generate signing secret" in page_text(browser.get("/dashboard/webhooks/"))
+
+
+def test_event_tracking_shows_the_receiver_urls_and_sets_each_credential(
+    holder: tuple[Browser, Account], settings: Any
+) -> None:
+    browser, account = holder
+    settings.PUBLIC_URL = "https://notify.example.com"
+    sendgrid = SendGridEvents()
+
+    shown = browser.post("/dashboard/webhooks/", {"action": "generate-postmark-password"})
+    password = re.search(r'id="postmark-password">([^<]+)<', shown.content.decode())
+    saved = browser.post("/dashboard/webhooks/", {"action": "set-sendgrid-key", "value": sendgrid.verification_key})
+    refused = browser.post("/dashboard/webhooks/", {"action": "set-resend-secret", "value": "not-a-secret"})
+
+    assert password
+    text = page_text(browser.get("/dashboard/webhooks/"))
+    for slug in ("postmark", "sendgrid", "resend"):
+        assert f"https://notify.example.com/api/v1/webhooks/{slug}/{account.public_id}" in text
+    assert saved.status_code == 302
+    assert refused.status_code == 400
+    assert "The Resend signing secret must be the whsec_... secret Resend shows" in page_text(refused)
+    assert 'value="not-a-secret"' in page_html(refused)
+    credentials = TrackingCredentials.objects.get(account=account)
+    assert credentials.sendgrid_verification_key == sendgrid.verification_key
+    assert credentials.encrypted_resend_secret == ""
+    # The password shown works at the Postmark receiver.
+    delivery = PostmarkEvents(password.group(1)).deliver({"RecordType": "Delivery", "MessageID": "m"})
+    receiver = f"/api/v1/webhooks/postmark/{account.public_id}"
+    answered = Browser().post(receiver, delivery.body, content_type="application/json", headers=delivery.headers)
+    assert answered.status_code == 200
