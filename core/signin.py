@@ -51,29 +51,24 @@ def seconds_until_sign_in_allowed(request: HttpRequest, username: str) -> int:
 def sign_in_refusal(request: HttpRequest, username: str, *, who: str) -> HttpResponse | None:
     """The 429 page when this IP or this username has had too many wrong passwords, else None."""
     wait = seconds_until_sign_in_allowed(request, username)
-    if not wait:
-        return None
-    logger.warning("%s sign-in refused for %r from %s: too many wrong passwords", who, username, _address(request))
-    return too_many_attempts(
-        request,
-        title="Too many sign-in attempts",
-        reason="There have been too many wrong passwords for this account or from your network.",
-        seconds=wait,
-    )
+    reason = "There have been too many wrong passwords for this account or from your network."
+    return _refusal(request, wait, f"{who} sign-in", username, title="Too many sign-in attempts", reason=reason)
 
 
 def attempt_refusal(request: HttpRequest, action: str, email: str) -> HttpResponse | None:
     """Counts this attempt at ``action`` (each sends an email); the 429 page when this IP or address made too many."""
     wait = _wait(_usages(request, action, email, rate=EMAILING_RATE, increment=True), over=True)
+    reason = "There have been too many requests for this address or from your network."
+    return _refusal(request, wait, action, email, title="Too many attempts", reason=reason)
+
+
+def _refusal(
+    request: HttpRequest, wait: int, action: str, address: str, *, title: str, reason: str
+) -> HttpResponse | None:
     if not wait:
         return None
-    logger.warning("%s refused for %r from %s: too many attempts", action, email, _address(request))
-    return too_many_attempts(
-        request,
-        title="Too many attempts",
-        reason="There have been too many requests for this address or from your network.",
-        seconds=wait,
-    )
+    logger.warning("%s refused for %r from %s: too many attempts", action, address, _address(request))
+    return too_many_attempts(request, title=title, reason=reason, seconds=wait)
 
 
 def too_many_attempts(request: HttpRequest, *, title: str, reason: str, seconds: int) -> HttpResponse:
