@@ -4,8 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 export PORT
+# The browser tests (tests/browser/) drive Debian's Chromium through Playwright.
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: install install-dev run test lint bench clean
+.PHONY: install install-dev run test browser screenshots lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +33,25 @@ run: install
 	@echo ""
 	$(BIN)/honcho start --procfile Procfile
 
-test: install-dev
+test: install-dev browser
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Chromium for the browser tests: installed when missing if this runs as root with apt-get, else a stop
+# that names the command. (Playwright's own browser downloads are not used.)
+browser:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing Debian's Chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  fi; \
+	  test -x $(CHROMIUM) || { echo "The browser tests need Chromium at $(CHROMIUM): run  apt-get install -y chromium  (as root)" >&2; exit 1; }; \
+	fi
+
+# Every page at 1280 and 390 px wide into var/screenshots/, as a paid demo holder (tests/browser/screenshots.py).
+# Its test database and state live in var/screenshots-run/, apart from `make test`'s.
+screenshots: install-dev browser
+	NOTIFYHUB_VAR_DIR=$(CURDIR)/var/screenshots-run $(BIN)/pytest -q tests/browser/screenshots.py
+	@echo "Screenshots are in var/screenshots/"
 
 lint: install-dev
 	$(BIN)/ruff check .

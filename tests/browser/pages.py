@@ -1,0 +1,74 @@
+"""Every page a person sees, for the phone-width test and `make screenshots`: a new page goes in PAGES."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from playwright.sync_api import Page, expect
+
+
+def _show_new_api_key(page: Page) -> None:
+    page.get_by_role("button", name="Regenerate API key").click()
+    expect(page.locator("code#new-api-key")).to_be_visible()
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    name: str
+    path: str
+    signed_in: bool
+    # What to do once the page is open, before it is looked at (e.g. press a button to show a secret).
+    then: Callable[[Page], None] | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+PAGES = [
+    PageSpec("landing", "/", signed_in=False),
+    PageSpec("signup", "/signup/", signed_in=False),
+    PageSpec("login", "/login/", signed_in=False),
+    PageSpec("password-reset", "/password-reset/", signed_in=False),
+    PageSpec("dashboard", "/dashboard/", signed_in=True),
+    PageSpec("api-key", "/dashboard/api-key/", signed_in=True, then=_show_new_api_key),
+    PageSpec("providers", "/dashboard/providers/", signed_in=True),
+    PageSpec("domain", "/dashboard/domain/", signed_in=True),
+    PageSpec("webhooks", "/dashboard/webhooks/", signed_in=True),
+    PageSpec("account", "/dashboard/account/", signed_in=True),
+    PageSpec("password-change", "/dashboard/account/password/", signed_in=True),
+    PageSpec("account-delete", "/dashboard/account/delete/", signed_in=True),
+]
+
+
+def open_page(page: Page, spec: PageSpec) -> None:
+    """Opens the page (the caller signed in first when ``spec.signed_in``) and checks it is itself, styled."""
+    response = page.goto(spec.path)
+    assert response is not None
+    assert response.status == 200, f"{spec.path} answered {response.status}"
+    assert page.url.endswith(spec.path), f"{spec.path} went to {page.url}"
+    if spec.then is not None:
+        spec.then(page)
+    expect_styled(page)
+
+
+def expect_styled(page: Page) -> None:
+    """The stylesheet arrived: the header has its dark background instead of the browser's transparent one."""
+    background = page.locator("header.site-header").evaluate("header => getComputedStyle(header).backgroundColor")
+    assert background not in ("rgba(0, 0, 0, 0)", "transparent"), "notifyhub.css did not load"
+
+
+def overflowing_elements(page: Page, width: int) -> list[str]:
+    """The innermost elements that reach past ``width`` pixels, as tag#id.class, for the failure message."""
+    return list(
+        page.evaluate(
+            """width => [...document.querySelectorAll('body *')]
+                .filter(el => el.getBoundingClientRect().right > width + 0.5)
+                .filter(el => ![...el.children].some(child => child.getBoundingClientRect().right > width + 0.5))
+                .slice(0, 10)
+                .map(el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+                     + [...el.classList].map(c => '.' + c).join('')
+                     + ' (right edge ' + Math.round(el.getBoundingClientRect().right) + 'px)')""",
+            width,
+        )
+    )

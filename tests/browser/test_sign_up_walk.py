@@ -1,0 +1,76 @@
+"""A new holder's walk through the dashboard in a real browser, and the form errors they can meet on the way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core import mail
+from playwright.sync_api import Page, expect
+
+from accounts.plans import Plan
+from accounts.services import account_create, account_sign_up
+from tests.browser.walk import (
+    Holder,
+    confirm_email,
+    expect_field_error,
+    fill_sign_in,
+    fill_sign_up,
+    generate_api_key,
+    ping,
+    sign_in,
+    sign_out,
+    sign_up,
+)
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "plum-orchard-lantern-42"
+
+
+@pytest.fixture
+def holder() -> Holder:
+    return Holder(email="grace@example.com", password=PASSWORD)
+
+
+def test_sign_up_confirm_sign_in_and_call_the_api_with_the_new_key(
+    page: Page, live_server: Any, holder: Holder
+) -> None:
+    sign_up(page, holder)
+    confirm_email(page, holder)
+    sign_out(page)
+    sign_in(page, holder)
+
+    api_key = generate_api_key(page, holder)
+
+    response = ping(live_server.url, api_key)
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["message"] == "pong"
+
+
+def test_sign_up_with_a_taken_email_says_so_and_keeps_the_address(page: Page, holder: Holder) -> None:
+    account_sign_up(email=holder.email, password=PASSWORD)
+
+    fill_sign_up(page, email=holder.email, password=PASSWORD)
+
+    expect_field_error(page, "Email", "An account with this email already exists. Sign in instead.")
+    expect(page.get_by_label("Email", exact=True)).to_have_value(holder.email)
+    assert mail.outbox == []
+
+
+def test_sign_up_with_a_too_short_password_says_so_and_keeps_the_address(page: Page, holder: Holder) -> None:
+    fill_sign_up(page, email=holder.email, password="Tz9!")
+
+    expect_field_error(page, "Password", "This password is too short. It must contain at least 8 characters.")
+    expect(page.get_by_label("Email", exact=True)).to_have_value(holder.email)
+    assert mail.outbox == []
+
+
+def test_sign_in_with_a_wrong_password_says_so_and_keeps_the_address(page: Page, holder: Holder) -> None:
+    account_create(email=holder.email, plan=Plan.FREE, password=PASSWORD)
+
+    fill_sign_in(page, email=holder.email, password="not-" + PASSWORD)
+
+    expect(page.get_by_role("alert")).to_have_text("Wrong email or password.")
+    expect(page.get_by_label("Email", exact=True)).to_have_value(holder.email)
+    expect(page.get_by_role("button", name="Sign out")).to_have_count(0)
