@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
+from pathlib import Path
 from queue import Empty
 from typing import Any
 
@@ -68,6 +69,37 @@ class FileChannel(filesystem.Channel):
             os.replace(final + ".partial", final)
         except OSError as error:
             raise ChannelError(f"Cannot add file {final!r} to directory") from error
+
+    def get_table(self, exchange: str) -> list[Any]:
+        # Kombu records a binding in the process's shared state before it writes the table file,
+        # and binds once per process: a publisher in another thread that looked in between found
+        # no queue and dropped its message. The bindings this process knows count too.
+        on_file: list[Any] = super().get_table(exchange)
+        known_here = (self.state.exchanges or {}).get(exchange, {}).get("table", [])
+        return on_file + [binding for binding in known_here if binding not in on_file]
+
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str | None, queue: str) -> None:
+        # Kombu creates a missing exchange table by opening it for writing and only then locking
+        # it: a publisher reading the table in between finds it empty (a JSONDecodeError). Here a
+        # new table appears whole, under its final name, or not at all; kombu then adds the
+        # binding to an existing table under its lock, as before.
+        table: Path = self._exchange_file(exchange)  # type: ignore[attr-defined]  # kombu 5.6, absent from kombu-stubs
+        if not table.exists():
+            self.control_folder.mkdir(exist_ok=True)
+            binding = [filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")]
+            self._create_whole(table, str_to_bytes(dumps(binding)))
+        super()._queue_bind(exchange, routing_key, pattern, queue)
+
+    @staticmethod
+    def _create_whole(path: Path, content: bytes) -> None:
+        partial = path.with_name(f"{path.name}.{uuid.uuid4()}.partial")
+        partial.write_bytes(content)
+        try:
+            os.link(partial, path)  # fails if another process created it first: theirs stands
+        except FileExistsError:
+            pass
+        finally:
+            partial.unlink()
 
     def _get(self, queue: str, timeout: float | None = None) -> Any:
         pending = self._seen.setdefault(queue, deque())
