@@ -13,7 +13,10 @@ from accounts.keys import api_key_digest, generate_api_key
 from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
 from accounts.plans import Plan
 from core.crypto import encrypt
-from core.errors import Conflict, NotPermitted, QuotaExceeded
+from core.errors import Conflict, InvalidRequest, NotFound, NotPermitted, QuotaExceeded, UpstreamFailed
+from providers.base import CredentialRefused, Credentials, ProviderError
+from providers.names import ProviderName
+from providers.registry import get_provider
 
 UNCONFIRMED_KEY_MESSAGE = "Confirm your email address first: follow the link we emailed you, then create a key."
 EMAIL_TAKEN_MESSAGE = "An account with this email already exists. Sign in instead."
@@ -151,3 +154,64 @@ def _next_priority(account: Account) -> int:
 def provider_key_remove(*, account: Account, provider: str) -> bool:
     deleted, _ = ProviderKey.objects.filter(account=account, provider=provider).delete()
     return deleted > 0
+
+
+# --- Provider keys from the dashboard -----------------------------------------------------------
+
+PROVIDER_KEYS_PAID_ONLY_MESSAGE = (
+    "Provider keys are for paid plans (Indie and Startup). On the Free plan NotifyHub's own providers send your email."
+)
+CREDENTIAL_NAMES = {"api_key": "API key", "account_token": "account token"}
+
+
+def provider_key_add(*, account: Account, provider: str, api_key: str, account_token: str = "") -> ProviderKey:
+    """Saves a key the provider has just accepted, replacing the provider's key if there is one.
+
+    Nothing is saved when the provider refuses a credential (InvalidRequest) or cannot be asked (UpstreamFailed).
+    """
+    if not account.limits.is_paid:
+        raise NotPermitted(PROVIDER_KEYS_PAID_ONLY_MESSAGE)
+    token = account_token or None
+    _check_with_provider(provider, Credentials(api_key=api_key, account_token=token))
+    return provider_key_set(account=account, provider=provider, api_key=api_key, account_token=token)
+
+
+def _check_with_provider(provider: str, credentials: Credentials) -> None:
+    label = ProviderName(provider).label
+    try:
+        get_provider(provider).check_key(credentials)
+    except CredentialRefused as refusal:
+        refused = CREDENTIAL_NAMES[refusal.credential]
+        raise InvalidRequest(f"{label} refused this {refused} ({refusal.message}). Nothing was saved.") from None
+    except ProviderError as error:
+        raise UpstreamFailed(_unchecked_message(label, error)) from None
+
+
+def _unchecked_message(label: str, error: ProviderError) -> str:
+    if error.status is None:
+        return f"{label} could not be reached ({error.message}), so the key was not checked and not saved."
+    retry = " Try again in a moment." if error.transient else ""
+    return f"{label} could not check the key ({error.message}), so it was not saved.{retry}"
+
+
+@transaction.atomic
+def provider_key_move(*, account: Account, provider: str, offset: int) -> None:
+    """Moves the provider ``offset`` places in the order keys are tried (-1: earlier), renumbering them 1..n.
+
+    The account's keys are locked first (in one order, by id), so concurrent moves wait for each other and each
+    reorders what the last one left.
+    """
+    if not account.limits.is_paid:
+        raise NotPermitted(PROVIDER_KEYS_PAID_ONLY_MESSAGE)
+    locked = ProviderKey.objects.select_for_update().filter(account=account).order_by("pk")
+    keys = sorted(locked, key=lambda key: (key.priority, key.created_at))
+    names = [key.provider for key in keys]
+    if provider not in names:
+        raise NotFound(f"There is no {ProviderName(provider).label} key to move.")
+    place = names.index(provider)
+    target = min(max(place + offset, 0), len(keys) - 1)
+    keys.insert(target, keys.pop(place))
+    for priority, key in enumerate(keys, start=1):
+        if key.priority != priority:
+            key.priority = priority
+            key.save(update_fields=["priority"])

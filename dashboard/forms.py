@@ -8,8 +8,11 @@ from django import forms
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.template.loader import render_to_string
+from rest_framework import serializers
 
+from core.api.fields import DomainNameField
 from dashboard.mail import send_platform_email
+from providers.names import ProviderName
 
 
 class SignUpForm(forms.Form):
@@ -90,3 +93,70 @@ class ConfirmPasswordForm(forms.Form):
         if not self.user.check_password(password):
             raise forms.ValidationError("That is not your password.")
         return password
+
+
+# --- The domain page ---------------------------------------------------------------------------
+
+# The API's own rule for a domain name, so the page and POST /api/v1/user/domain/request accept the same names.
+_DOMAIN_NAME_RULE = DomainNameField()
+
+
+class DomainRequestForm(forms.Form):
+    domain = forms.CharField(
+        label="Domain",
+        max_length=253,
+        error_messages={"required": "Enter your domain, such as example.com."},
+        widget=forms.TextInput(
+            attrs={"placeholder": "example.com", "autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}
+        ),
+        help_text="The domain your emails come from, without http:// or www.",
+    )
+
+    def clean_domain(self) -> str:
+        try:
+            return str(_DOMAIN_NAME_RULE.to_internal_value(self.cleaned_data["domain"]))
+        except serializers.ValidationError:
+            raise forms.ValidationError(
+                "Enter a domain name such as example.com: letters, digits and hyphens, with no http:// or path."
+            ) from None
+
+
+class DomainDeleteForm(forms.Form):
+    confirm = forms.BooleanField(
+        label="I understand emails will stop until a new domain is verified",
+        error_messages={"required": "Tick the box to confirm: your emails stop until a new domain is verified."},
+    )
+
+
+# --- The providers page ------------------------------------------------------------------------
+
+# "new-password": browsers then never fill in the holder's saved NotifyHub password, which the page would send on to
+# the provider. A refused or unchecked key comes back in its (masked) field: after "could not be reached" the holder
+# tries again with one click, and the page carrying it is their own POST's answer, over HTTPS and never stored.
+_SECRET_INPUT_ATTRS = {"autocomplete": "new-password", "autocapitalize": "none", "spellcheck": "false"}
+
+
+class ProviderKeyForm(forms.Form):
+    provider = forms.ChoiceField(label="Provider", choices=ProviderName.choices)
+    api_key = forms.CharField(
+        label="API key",
+        max_length=200,
+        widget=forms.PasswordInput(render_value=True, attrs=_SECRET_INPUT_ATTRS),
+        error_messages={"required": "Paste the provider's API key."},
+        help_text="SendGrid: an API key. Resend: a Full access API key (a sending-only key cannot register your "
+        "domain). Postmark: the Server API token of the server you send from.",
+    )
+    account_token = forms.CharField(
+        label="Postmark account token (optional)",
+        required=False,
+        max_length=200,
+        widget=forms.PasswordInput(render_value=True, attrs=_SECRET_INPUT_ATTRS),
+        help_text="Postmark only: your Account API token. Postmark needs it to register your sending domain; "
+        "without it Postmark sends your email but takes no part in verifying the domain.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("account_token") and cleaned.get("provider") != ProviderName.POSTMARK:
+            self.add_error("account_token", "Only Postmark takes an account token: leave this empty for the others.")
+        return cleaned

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from django.db import IntegrityError, transaction
@@ -9,6 +10,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import provider_credentials
+from accounts.services import provider_key_add
 from core.errors import Conflict, InvalidRequest, NotPermitted, SenderNotAllowed, SendingNotReady, UpstreamFailed
 from domains.models import SENDING_SUBDOMAIN, DomainRegistration, DomainStatus, SenderDomain
 from domains.selectors import domain_get, domain_require
@@ -173,3 +175,31 @@ def domain_delete(*, account: Account) -> list[dict[str, str]]:
     warnings = _unregister(list(domain.registrations.all()), provider_credentials(account=account))
     domain.delete()
     return warnings
+
+
+def provider_key_add_and_register(
+    *, account: Account, provider: str, api_key: str, account_token: str = ""
+) -> SenderDomain | None:
+    """Saves a key the provider accepts (``accounts.services.provider_key_add``), then registers the account's
+    sending domain with that provider; returns the domain, or None when the account has none.
+
+    The provider takes part from now on, as ``domain_verify`` would make it: its DNS records show at once, and as
+    the domain is verified only while every registered provider confirms it, the domain is pending until this one
+    does. A replaced key may belong to another account at the provider, so any earlier registration gives way to a
+    new one (a domain the provider already holds is fetched, not created again). A provider that cannot take part
+    is named in the domain's warnings.
+    """
+    provider_key_add(account=account, provider=provider, api_key=api_key, account_token=account_token)
+    domain = domain_get(account=account)
+    if domain is None:
+        return None
+    participants, skipped = _participants(account)
+    domain.warnings = [w for w in domain.warnings if w["provider"] != provider]
+    domain.warnings += [w for w in skipped if w["provider"] == provider]
+    DomainRegistration.objects.filter(domain=domain, provider=provider).delete()
+    if provider in participants:
+        # IntegrityError: a concurrent request for the same key registered it first.
+        with contextlib.suppress(IntegrityError):
+            _register_late(domain, provider, participants[provider])
+    domain.save(update_fields=["warnings"])
+    return _refresh_status(domain)

@@ -20,6 +20,9 @@ from providers.http import describe_network_error, provider_session
 
 # How the providers answer a create for a domain they already hold.
 ALREADY_EXISTS_STATUSES = {400, 403, 409, 422}
+# How the providers answer a credential they do not accept: SendGrid 401, Resend 401 (a sending-only key) or 403
+# (an invalid one), Postmark 401.
+REFUSED_CREDENTIAL_STATUSES = {401, 403}
 
 
 class ProviderError(Exception):
@@ -33,6 +36,14 @@ class ProviderError(Exception):
         self.status = status
 
 
+class CredentialRefused(ProviderError):
+    """The provider refused a credential outright; ``credential`` names the :class:`Credentials` field it refused."""
+
+    def __init__(self, error: ProviderError, *, credential: str) -> None:
+        super().__init__(error.provider, error.message, transient=False, status=error.status)
+        self.credential = credential
+
+
 def is_transient_status(status: int | None) -> bool:
     """No response, 429 and 5xx may pass on a later try; other 4xx will not (anymail's own classification)."""
     return status is None or status == 429 or status >= 500
@@ -43,6 +54,15 @@ class Credentials:
     api_key: str
     # Postmark only: its account token, needed for domain operations, not for sending.
     account_token: str | None = None
+
+
+@dataclass(frozen=True)
+class KeyCheck:
+    """A cheap authenticated GET that succeeds only when the provider accepts the credential it carries."""
+
+    credential: str  # the Credentials field it proves: "api_key" or "account_token"
+    path: str
+    headers: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -157,6 +177,27 @@ class EmailProvider:
         """The human message inside the provider's error body."""
         raise NotImplementedError
 
+    # --- credentials --------------------------------------------------------------------
+    # The path of a cheap GET that needs the API key and changes nothing; each provider names one.
+    key_check_path: ClassVar[str]
+
+    def key_checks(self, credentials: Credentials) -> list[KeyCheck]:
+        return [KeyCheck("api_key", self.key_check_path, self.auth_headers(credentials))]
+
+    def check_key(self, credentials: Credentials) -> None:
+        """Proves the provider accepts ``credentials``, so a mistyped or revoked key is refused before it is saved.
+
+        Raises :class:`CredentialRefused` for a credential the provider refuses, and ProviderError when it could
+        not tell (unreachable, rate limited, failing).
+        """
+        for check in self.key_checks(credentials):
+            try:
+                self.call("GET", check.path, credentials, auth=check.headers)
+            except ProviderError as error:
+                if error.status in REFUSED_CREDENTIAL_STATUSES:
+                    raise CredentialRefused(error, credential=check.credential) from None
+                raise
+
     # --- domain API -------------------------------------------------------------------
     def auth_headers(self, credentials: Credentials) -> dict[str, str]:
         return {"Authorization": f"Bearer {credentials.api_key}"}
@@ -165,14 +206,19 @@ class EmailProvider:
         """Why this provider cannot manage domains with these credentials, or None when it can."""
         return None
 
-    def call(self, method: str, path: str, credentials: Credentials, *, json: Any = None) -> Any:
-        """One request to the provider's API; returns the parsed body, raises ProviderError."""
+    def call(
+        self, method: str, path: str, credentials: Credentials, *, json: Any = None, auth: dict[str, str] | None = None
+    ) -> Any:
+        """One request to the provider's API; returns the parsed body, raises ProviderError.
+
+        ``auth``: the headers that authenticate it, when not the domain API's (:meth:`auth_headers`).
+        """
         try:
             response = provider_session().request(
                 method,
                 self.api_url + path,
                 json=json,
-                headers={"Accept": "application/json", **self.auth_headers(credentials)},
+                headers={"Accept": "application/json", **(auth or self.auth_headers(credentials))},
                 timeout=settings.PROVIDER_TIMEOUT_SECONDS,
             )
         except requests.RequestException as error:

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification, top_level_message
+from providers.base import (
+    Credentials,
+    DnsRecord,
+    DomainState,
+    EmailProvider,
+    KeyCheck,
+    Verification,
+    top_level_message,
+)
 
 MISSING_ACCOUNT_TOKEN = "No account token configured; Postmark needs it for domain operations"
 
@@ -25,6 +33,15 @@ class Postmark(EmailProvider):
     def auth_headers(self, credentials: Credentials) -> dict[str, str]:
         # Postmark refuses the server token on account-level endpoints such as /domains.
         return {"X-Postmark-Account-Token": credentials.account_token or ""}
+
+    def key_checks(self, credentials: Credentials) -> list[KeyCheck]:
+        # The server token reads its own server (https://postmarkapp.com/developer/api/server-api); the account
+        # token, when given, one page of the domains list it is kept for (https://postmarkapp.com/developer/api/domains-api).
+        checks = [KeyCheck("api_key", "server", {"X-Postmark-Server-Token": credentials.api_key})]
+        if credentials.account_token:
+            path = f"{self.domains_path}?count=1&offset=0"
+            checks.append(KeyCheck("account_token", path, self.auth_headers(credentials)))
+        return checks
 
     def missing_domain_credentials(self, credentials: Credentials) -> str | None:
         return None if credentials.account_token else MISSING_ACCOUNT_TOKEN

@@ -15,6 +15,10 @@ class Resend(EmailProvider):
     anymail_backend = "anymail.backends.resend.EmailBackend"
     api_url_setting = "RESEND_API_URL"
     domains_path = "domains"
+    # Listing domains needs a full access key (a sending-only one gets 401 restricted_api_key), which NotifyHub
+    # needs anyway to register the sending domain: https://resend.com/docs/api-reference/domains/list-domains and
+    # https://resend.com/docs/api-reference/errors
+    key_check_path = domains_path
 
     def error_detail(self, body: Any) -> str | None:
         return top_level_message(body, "message")

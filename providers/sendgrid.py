@@ -18,6 +18,9 @@ class SendGrid(EmailProvider):
     anymail_backend = "anymail.backends.sendgrid.EmailBackend"
     api_url_setting = "SENDGRID_API_URL"
     domains_path = "whitelabel/domains"
+    # Lists the scopes of the key that calls it, so any valid key may call it:
+    # https://www.twilio.com/docs/sendgrid/api-reference/api-key-permissions/retrieve-a-list-of-scopes-for-which-this-user-has-access
+    key_check_path = "scopes"
 
     def message_id(self, message: EmailMultiAlternatives) -> str | None:
         # SendGrid's events name the message by sg_message_id, which begins with the X-Message-Id

@@ -34,8 +34,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Self
 from urllib.parse import parse_qsl, urlsplit
 
-ENDPOINTS = ("send", "domain_create", "domain_get", "domain_list", "domain_verify", "domain_delete")
-
 
 @dataclass(frozen=True)
 class Call:
@@ -93,7 +91,9 @@ class FakeProvider:
 
     name: ClassVar[str]
     prefix: ClassVar[str] = "/"
-    # (method, path pattern relative to the prefix, endpoint name for fail()/hang(), handler method)
+    # (method, path pattern relative to the prefix, endpoint name for fail()/hang(), handler method). The endpoint
+    # names: "send", "key_check" (the cheap authenticated read NotifyHub checks a new key with; Resend's is its
+    # "domain_list"), "domain_create", "domain_get", "domain_list", "domain_verify", "domain_delete".
     routes: ClassVar[tuple[tuple[str, str, str, str], ...]]
 
     def __init__(self) -> None:
@@ -104,8 +104,10 @@ class FakeProvider:
         self.accepted: list[dict[str, Any]] = []
         self._keys: set[str] = set()
         self._verified: set[str] = set()
-        self._failures: dict[str, deque[int]] = {endpoint: deque() for endpoint in ENDPOINTS}
-        self._hangs: dict[str, deque[float]] = {endpoint: deque() for endpoint in ENDPOINTS}
+        # Only this provider's endpoints: a failure queued for one it lacks would wait for ever, unnoticed.
+        endpoints = dict.fromkeys(endpoint for _, _, endpoint, _ in self.routes)
+        self._failures: dict[str, deque[int]] = {endpoint: deque() for endpoint in endpoints}
+        self._hangs: dict[str, deque[float]] = {endpoint: deque() for endpoint in endpoints}
         self._ids = itertools.count(1001)
         self._lock = threading.RLock()
         self._closing = threading.Event()
@@ -156,7 +158,7 @@ class FakeProvider:
     @staticmethod
     def _queue(queues: dict[str, deque[Any]], endpoint: str) -> deque[Any]:
         if endpoint not in queues:
-            raise ValueError(f"unknown endpoint {endpoint!r}; expected one of {', '.join(ENDPOINTS)}")
+            raise ValueError(f"unknown endpoint {endpoint!r}; expected one of {', '.join(queues)}")
         return queues[endpoint]
 
     # --- request handling ---------------------------------------------------------------
@@ -221,6 +223,7 @@ class FakeSendGrid(FakeProvider):
     user_id = 123
     routes = (
         ("POST", r"mail/send", "send", "_send"),
+        ("GET", r"scopes", "key_check", "_scopes"),
         ("POST", r"whitelabel/domains", "domain_create", "_create"),
         ("GET", r"whitelabel/domains", "domain_list", "_list"),
         ("GET", r"whitelabel/domains/(\d+)", "domain_get", "_get"),
@@ -266,6 +269,10 @@ class FakeSendGrid(FakeProvider):
         message_id = secrets.token_urlsafe(16)[:22]
         self.accepted.append({"X-Message-Id": message_id, "personalizations": mail.get("personalizations")})
         return Reply(202, None, {"X-Message-Id": message_id})
+
+    # GET scopes: 200 {"scopes": [...]}, the scopes of the key that asks (tsg_scopes_v3's ListScope).
+    def _scopes(self, call: Call) -> Reply:
+        return Reply(200, {"scopes": list(SENDGRID_FULL_ACCESS_SCOPES)})
 
     def _create(self, call: Call) -> Reply:
         body = call.json
@@ -351,6 +358,17 @@ class FakeSendGrid(FakeProvider):
 
     def _missing(self) -> Reply:
         return self._error(404, "authenticated domain not found")
+
+
+# What a full access key lists, cut to the scopes NotifyHub uses.
+SENDGRID_FULL_ACCESS_SCOPES = (
+    "mail.send",
+    "scopes.read",
+    "whitelabel.create",
+    "whitelabel.delete",
+    "whitelabel.read",
+    "whitelabel.update",
+)
 
 
 def _sendgrid_reason(record: dict[str, Any]) -> str:
@@ -445,11 +463,19 @@ class FakeResend(FakeProvider):
         """``receiving``: new domains get the receiving capability, and with it a "Receiving" MX record."""
         super().__init__()
         self._receiving = receiving
+        self._sending_keys: set[str] = set()
+
+    def accept_sending_key(self, key: str) -> None:
+        """A key made with "Sending access": it sends, and every other endpoint refuses it."""
+        self._sending_keys.add(key)
 
     def _authorize(self, call: Call, endpoint: str) -> Reply | None:
         scheme, _, key = call.headers.get("Authorization", "").partition(" ")
         if scheme != "Bearer" or not key:
             return self._error(401)
+        if key in self._sending_keys:
+            restricted = "This API key is restricted to only send emails."
+            return None if endpoint == "send" else self._error(401, restricted, "restricted_api_key")
         return None if key in self._keys else self._error(403)
 
     def _error(self, status: int, message: str | None = None, name: str | None = None) -> Reply:
@@ -586,6 +612,7 @@ class FakePostmark(FakeProvider):
     name = "POSTMARK"
     routes = (
         ("POST", r"email", "send", "_send"),
+        ("GET", r"server", "key_check", "_server_details"),
         ("POST", r"domains/?", "domain_create", "_create"),
         ("GET", r"domains/?", "domain_list", "_list"),
         ("GET", r"domains/([^/]+)", "domain_get", "_get"),
@@ -611,8 +638,9 @@ class FakePostmark(FakeProvider):
         self._account_tokens.add(token)
 
     def _authorize(self, call: Call, endpoint: str) -> Reply | None:
-        # Sending takes a server token; /domains takes the account token and nothing else.
-        kind, valid = ("Server", self._keys) if endpoint == "send" else ("Account", self._account_tokens)
+        # Sending and /server take a server token; /domains takes the account token and nothing else.
+        server_level = endpoint in ("send", "key_check")
+        kind, valid = ("Server", self._keys) if server_level else ("Account", self._account_tokens)
         token = call.headers.get(f"X-Postmark-{kind}-Token")
         if not token:
             return self._error(401, POSTMARK_NO_TOKEN)
@@ -656,6 +684,37 @@ class FakePostmark(FakeProvider):
         message_id = str(uuid.uuid4())
         self.accepted.append({"MessageID": message_id, "To": mail.get("To", ""), "Metadata": metadata})
         return Reply(200, {"To": mail.get("To", ""), "SubmittedAt": _now(), "MessageID": message_id, **_OK})
+
+    # GET server: the server the token belongs to (https://postmarkapp.com/developer/api/server-api).
+    def _server_details(self, call: Call) -> Reply:
+        inbound_hash = "61d363165df897131e3fd15"
+        return Reply(
+            200,
+            {
+                "ID": 1,
+                "Name": "NotifyHub",
+                "ApiTokens": [call.headers["X-Postmark-Server-Token"]],
+                "Color": "blue",
+                "SmtpApiActivated": True,
+                "RawEmailEnabled": False,
+                "DeliveryType": "Live",
+                "ServerLink": "https://account.postmarkapp.com/servers/1/streams",
+                "InboundAddress": f"{inbound_hash}@inbound.postmarkapp.com",
+                "InboundHookUrl": "",
+                "BounceHookUrl": "",
+                "OpenHookUrl": "",
+                "DeliveryHookUrl": "",
+                "PostFirstOpenOnly": False,
+                "InboundDomain": "",
+                "InboundHash": inbound_hash,
+                "InboundSpamThreshold": 0,
+                "TrackOpens": False,
+                "TrackLinks": "None",
+                "IncludeBounceContentInHook": True,
+                "ClickHookUrl": "",
+                "EnableSmtpApiErrorHooks": False,
+            },
+        )
 
     def _create(self, call: Call) -> Reply:
         body = call.json

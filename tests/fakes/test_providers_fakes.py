@@ -16,6 +16,7 @@ from tests.fakes.providers import FakePostmark, FakeProvider, FakeResend, FakeSe
 
 KEY = "test-key"
 ACCOUNT_TOKEN = "test-account-token"
+SENDGRID_REFUSED = "The provided authorization grant is invalid, expired, or revoked"
 BACKENDS = {
     "SENDGRID": ("anymail.backends.sendgrid.EmailBackend", "api_key"),
     "RESEND": ("anymail.backends.resend.EmailBackend", "api_key"),
@@ -283,3 +284,72 @@ def test_failures_can_target_a_domain_endpoint(fake: FakeProvider) -> None:
     assert len(fake.domains) == 1
     with pytest.raises(ValueError, match="unknown endpoint"):
         fake.fail(500, endpoint="domains")
+
+
+# --- the key checks NotifyHub makes before saving a key ----------------------------------------
+def test_sendgrid_lists_the_scopes_of_an_accepted_key_only() -> None:
+    with FakeSendGrid() as sendgrid:
+        sendgrid.accept_key(KEY)
+        accepted = api(sendgrid, "GET", "scopes")
+        unknown = requests.get(sendgrid.url + "scopes", headers={"Authorization": "Bearer wrong"}, timeout=5)
+        anonymous = requests.get(sendgrid.url + "scopes", timeout=5)
+
+    assert accepted.status_code == 200
+    assert {"mail.send", "whitelabel.create"} <= set(accepted.json()["scopes"])
+    assert (unknown.status_code, unknown.json()) == (
+        401,
+        {"errors": [{"field": None, "message": SENDGRID_REFUSED, "help": None}]},
+    )
+    assert (anonymous.status_code, anonymous.json()["errors"][0]["message"]) == (401, "authorization required")
+
+
+def test_resend_takes_a_sending_only_key_for_sending_and_nothing_else() -> None:
+    with FakeResend() as resend:
+        resend.accept_sending_key(KEY)
+        send(resend)
+        listed = api(resend, "GET", "domains")
+        unknown = requests.get(resend.url + "domains", headers={"Authorization": "Bearer wrong"}, timeout=5)
+
+    assert len(resend.sent) == 1
+    assert (listed.status_code, listed.json()) == (
+        401,
+        {"statusCode": 401, "message": "This API key is restricted to only send emails.", "name": "restricted_api_key"},
+    )
+    assert (unknown.status_code, unknown.json()["name"]) == (403, "invalid_api_key")
+
+
+def test_postmark_shows_the_server_of_a_server_token_and_takes_no_other_token() -> None:
+    with FakePostmark() as postmark:
+        postmark.accept_key(KEY)
+        postmark.accept_account_token(ACCOUNT_TOKEN)
+        server = requests.get(postmark.url + "server", headers={"X-Postmark-Server-Token": KEY}, timeout=5)
+        unknown = requests.get(postmark.url + "server", headers={"X-Postmark-Server-Token": "wrong"}, timeout=5)
+        with_account_token = api(postmark, "GET", "server")
+
+    assert server.status_code == 200
+    assert server.json()["ApiTokens"] == [KEY]
+    assert {"ID", "Name", "DeliveryType", "InboundHash"} <= set(server.json())
+    assert unknown.status_code == 401
+    assert unknown.json() == {
+        "ErrorCode": 10,
+        "Message": "The Server Token you provided in the X-Postmark-Server-Token request header was invalid. "
+        "Please verify that you are using a valid token.",
+    }
+    assert (with_account_token.status_code, with_account_token.json()["ErrorCode"]) == (401, 10)
+    assert "No Account or Server API tokens were supplied" in with_account_token.json()["Message"]
+
+
+@pytest.mark.parametrize(("provider", "path"), [(FakeSendGrid, "scopes"), (FakePostmark, "server")])
+def test_failures_can_target_the_key_check(provider: type[FakeProvider], path: str) -> None:
+    with provider() as fake:
+        fake.accept_key(KEY)
+        fake.fail(503, endpoint="key_check")
+        headers = {"Authorization": f"Bearer {KEY}", "X-Postmark-Server-Token": KEY}
+        answers = [requests.get(fake.url + path, headers=headers, timeout=5).status_code for _ in range(2)]
+
+    assert answers == [503, 200]
+
+
+def test_a_failure_for_an_endpoint_the_provider_lacks_is_refused() -> None:
+    with FakeResend() as resend, pytest.raises(ValueError, match="unknown endpoint 'key_check'"):
+        resend.fail(503, endpoint="key_check")  # Resend's key check is its domain_list
