@@ -101,3 +101,26 @@ def expect_field_error(page: Page, label: str, message: str) -> None:
     """The error sits in the labelled field's own block, announced (role=alert)."""
     field = page.locator(".field").filter(has=page.get_by_label(label, exact=True))
     expect(field.get_by_role("alert")).to_contain_text(message)
+
+
+def add_provider_key(page: Page, *, provider_label: str, api_key: str) -> None:
+    """Adds a key on the providers page; the page checks it with the provider before saving it."""
+    page.goto("/dashboard/providers/")
+    page.get_by_label("Provider", exact=True).select_option(label=provider_label)
+    page.get_by_label("API key", exact=True).fill(api_key)
+    page.get_by_role("button", name="Check and save key").click()
+    expect(page.get_by_role("status").first).to_contain_text(provider_label)
+    expect(page.get_by_role("button", name=f"Remove the {provider_label} key")).to_be_visible()
+
+
+def request_domain(page: Page, name: str) -> None:
+    page.goto("/dashboard/domain/")
+    page.get_by_label("Domain", exact=True).fill(name)
+    page.get_by_role("button", name="Request domain").click()
+    expect(page.get_by_role("heading", level=2).filter(has_text=name)).to_be_visible()
+    expect(page.get_by_text("pending verification").first).to_be_visible()
+
+
+def verify_domain(page: Page) -> None:
+    page.goto("/dashboard/domain/")
+    page.get_by_role("button", name="Verify").click()
