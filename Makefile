@@ -28,7 +28,8 @@ run: install
 	$(BIN)/python manage.py migrate --noinput
 	@echo ""
 	@echo "  NotifyHub is starting at http://127.0.0.1:$(PORT)/  (API docs: http://127.0.0.1:$(PORT)/api/docs/)"
-	@echo "  Get an API key:  $(BIN)/python manage.py createaccount you@example.com --plan free"
+	@echo "  Sign up:         http://127.0.0.1:$(PORT)/signup/  (the confirmation email lands in var/outbox/)"
+	@echo "  Or from here:    $(BIN)/python manage.py createaccount you@example.com --plan free"
 	@echo "  Then:            curl -H 'X-API-Key: <key>' http://127.0.0.1:$(PORT)/api/v1/ping"
 	@echo ""
 	$(BIN)/honcho start --procfile Procfile
