@@ -1,9 +1,10 @@
-"""Requests that carry an API key skip the browser's middleware.
+"""Requests that carry an API key, and the providers' event posts, skip the browser's middleware.
 
 An API client authenticates every request with its key and keeps no cookies, so sessions,
 CSRF tokens, the auth middleware's lazy user, the messages framework and clickjacking
-headers do nothing for it but cost time on every request (bench/README.md). Such requests go
-to a handler built with
+headers do nothing for it but cost time on every request (bench/README.md). The same holds
+for a provider posting events to /api/v1/webhooks/, which proves itself with its own
+credential. Such requests go to a handler built with
 ``settings.API_KEY_MIDDLEWARE`` instead; every other request, the dashboard's and the admin's
 included, keeps ``settings.MIDDLEWARE``. The URLs and views are the same. Every /api/v1/
 endpoint accepts a key; one that took only a session would find none here and refuse.
@@ -22,11 +23,14 @@ from django.test.utils import override_settings
 from core.api.headers import header_api_key
 
 API_PREFIX = "/api/v1/"
+PROVIDER_EVENTS_PREFIX = "/api/v1/webhooks/"
 
 
-def carries_api_key(environ: Mapping[str, Any]) -> bool:
-    """Whether the request is an API call that authenticates with a key (WSGI environ or request META)."""
-    return str(environ.get("PATH_INFO", "")).startswith(API_PREFIX) and any(header_api_key(environ))
+def needs_no_browser_middleware(environ: Mapping[str, Any]) -> bool:
+    """Whether the request is an API call that authenticates with a key, or a provider's event post
+    (WSGI environ or request META)."""
+    path = str(environ.get("PATH_INFO", ""))
+    return path.startswith(PROVIDER_EVENTS_PREFIX) or (path.startswith(API_PREFIX) and any(header_api_key(environ)))
 
 
 class ApiKeyMiddlewareMixin(BaseHandler):
@@ -54,5 +58,5 @@ class NotifyHubWSGIApplication:
         self.api = ApiKeyWSGIHandler()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        handler = self.api if carries_api_key(environ) else self.site
+        handler = self.api if needs_no_browser_middleware(environ) else self.site
         return handler(environ, start_response)

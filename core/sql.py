@@ -37,9 +37,17 @@ def table(model: type[models.Model]) -> str:
     return quote(model._meta.db_table)
 
 
-def columns(model: type[models.Model]) -> str:
-    """Every concrete field's column, quoted, in field order: for an INSERT or a RETURNING."""
-    return ", ".join(quote(field.column) for field in model._meta.concrete_fields)
+def columns(model: type[models.Model], alias: str = "") -> str:
+    """Every concrete field's column, quoted, in field order: for an INSERT, a RETURNING, or a
+    SELECT that `from_row` reads (``alias``: the table's alias in a join)."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + quote(field.column) for field in model._meta.concrete_fields)
+
+
+def in_batches(values: Sequence[Any], *, other_params: int = 0) -> list[Sequence[Any]]:
+    """``values`` cut to fit one statement's parameters beside ``other_params`` others (SQLite's limit)."""
+    limit = (default_connection().features.max_query_params or 65_535) - other_params
+    return [values[start : start + limit] for start in range(0, len(values), limit)]
 
 
 def placeholders(model: type[models.Model]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpResponseBase
 from rest_framework import test
 
-from core.handlers import ApiKeyMiddlewareMixin, carries_api_key
+from core.handlers import ApiKeyMiddlewareMixin, needs_no_browser_middleware
 
 
 class _ApiKeyClientHandler(ApiKeyMiddlewareMixin, test.ForceAuthClientHandler):
@@ -15,14 +15,14 @@ class _ApiKeyClientHandler(ApiKeyMiddlewareMixin, test.ForceAuthClientHandler):
 
 
 class _RoutingClientHandler(test.ForceAuthClientHandler):
-    """Requests that carry an API key take the API key middleware, as in core.handlers."""
+    """Requests that carry an API key, and provider event posts, take the lean middleware, as in core.handlers."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.api_key_handler = _ApiKeyClientHandler(*args, **kwargs)
 
     def __call__(self, environ: dict[str, Any]) -> HttpResponseBase:
-        if carries_api_key(environ):
+        if needs_no_browser_middleware(environ):
             return self.api_key_handler(environ)
         return super().__call__(environ)
 

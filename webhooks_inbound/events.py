@@ -94,8 +94,8 @@ class ReportedEvent:
     provider_event_id: str
     occurred_at: datetime
     recipient: str
-    # How the event names its message: the ids the provider may have given it at send time, and
-    # the job id NotifyHub sent along as metadata.
+    # How the event names its message: the ids the provider may have given it at send time, the
+    # one anymail reads first, and the job id NotifyHub sent along as metadata.
     message_ids: tuple[str, ...]
     job_id: uuid.UUID | None
     payload: str

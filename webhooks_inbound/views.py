@@ -27,7 +27,7 @@ from core.crypto import decrypt
 from providers.names import ProviderName
 from webhooks_inbound.events import ReportedEvent, reported_event
 from webhooks_inbound.models import TrackingCredentials
-from webhooks_inbound.selectors import receiving_account, tracking_credentials_of
+from webhooks_inbound.selectors import receiving_account
 from webhooks_inbound.services import events_record, postmark_password_digest
 from webhooks_inbound.verification import SIGNATURE_TOLERANCE_SECONDS, is_fresh, resend_verifier, sendgrid_public_key
 
@@ -82,10 +82,11 @@ class EventReceiver(AnymailCoreWebhookView):
         return response
 
     def authenticated_account(self, request: HttpRequest, customer_id: str) -> Account:
-        account = receiving_account(customer_id=customer_id)
-        if account is None:
+        found = receiving_account(customer_id=customer_id)
+        if found is None:
             raise Refused(404, "Unknown customerId")
-        if not self.use_credentials(tracking_credentials_of(account)):
+        account, credentials = found
+        if not self.use_credentials(credentials):
             raise Refused(
                 401, f"{self.provider.label} events are not set up for this account", challenge=self.challenge
             )

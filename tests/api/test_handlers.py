@@ -1,7 +1,8 @@
-"""The production WSGI application: API key requests skip the browser's middleware, nothing else does."""
+"""The production WSGI application: API key requests and provider event posts skip the browser's middleware."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from core.handlers import NotifyHubWSGIApplication
 from notifications.models import Job
 from tests.conftest import WEBHOOK, Client
+from webhooks_inbound.services import postmark_password_generate
 
 
 class WsgiResponse:
@@ -88,3 +90,22 @@ def test_the_host_check_still_applies_to_api_key_requests(free: Client) -> None:
 
     assert response.status_code == 400
     assert response.json()["error"] == "Bad request"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_providers_event_post_skips_the_browser_middleware_too(startup: Client) -> None:
+    password = postmark_password_generate(account=startup.account)
+    credentials = base64.b64encode(f"postmark:{password}".encode()).decode()
+
+    response = call(
+        "POST",
+        f"/api/v1/webhooks/postmark/{startup.account.public_id}",
+        {"RecordType": "Delivery", "MessageID": "unknown"},
+        authorization=f"Basic {credentials}",
+    )
+
+    assert response.status_code == 200
+    assert response.json()["data"]["unmatched"] == 1
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "x-frame-options" not in response.headers
+    assert "set-cookie" not in response.headers

@@ -5,10 +5,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.test import Client as HttpClient
 
 from accounts.models import Account
 from notifications.models import DeliveryLog, Job, JobStatus, JobType
+from tests.clients import APIClient
 from tests.conftest import Client
 from tests.fakes.events import Delivery, PostmarkEvents, ResendEvents, SendGridEvents
 from webhooks_inbound.services import postmark_password_generate, resend_secret_set, sendgrid_key_set
@@ -23,7 +23,7 @@ def receiver_path(slug: str, account: Account | str) -> str:
 
 def post_events(slug: str, account: Account | str, delivery: Delivery) -> Any:
     """What a provider's POST gets back; no API key, no session, as from the provider's servers."""
-    return HttpClient().post(
+    return APIClient().post(
         receiver_path(slug, account), delivery.body, content_type="application/json", headers=delivery.headers
     )
 
