@@ -46,10 +46,8 @@ class EmailAuthenticationForm(AuthenticationForm):
     username = forms.EmailField(
         label="Email", widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True})
     )
-    error_messages = {
-        "invalid_login": "Wrong email or password.",
-        "inactive": "This account is deleted.",
-    }
+    # A deleted account's user is inactive, and Django's backend refuses it like a wrong password.
+    error_messages = {"invalid_login": "Wrong email or password."}
 
     def clean(self) -> dict[str, Any]:
         email = str(self.cleaned_data.get("username") or "").strip()

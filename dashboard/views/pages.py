@@ -19,6 +19,7 @@ from dashboard.views.base import HolderView, no_store
 from domains.models import DomainStatus
 from domains.selectors import domain_get
 from notifications.selectors import job_count
+from notifications.services import platform_sender
 
 
 def landing(request: HttpRequest) -> HttpResponse:
@@ -38,6 +39,7 @@ class HomeView(HolderView, TemplateView):
             "account": account,
             "usage": usage,
             "usage_percent": min(100, round(100 * usage.used / usage.limit)) if usage.limit else 0,
+            "platform_sender": platform_sender(),
             "steps": self._next_steps(),
         }
 

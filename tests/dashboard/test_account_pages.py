@@ -387,3 +387,13 @@ def test_event_tracking_shows_the_receiver_urls_and_sets_each_credential(
     receiver = f"/api/v1/webhooks/postmark/{account.public_id}"
     answered = Browser().post(receiver, delivery.body, content_type="application/json", headers=delivery.headers)
     assert answered.status_code == 200
+
+
+def test_the_free_home_page_names_the_platform_sender(browser: Browser, free: Client, settings: Any) -> None:
+    settings.PLATFORM_DOMAIN = "mail.notifyhub.example"
+    browser.force_login(free.account.user)
+
+    text = page_text(browser.get("/dashboard/"))
+
+    assert "emails go out from noreply@mail.notifyhub.example." in text
+    assert "Free" in text
