@@ -1,4 +1,4 @@
-"""The endpoint that checks a key."""
+"""The endpoints of the account itself: checking a key, and this period's usage."""
 
 from __future__ import annotations
 
@@ -9,9 +9,13 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import ApiKeyView
+from accounts.access import AccountHolderView, ApiKeyView
+from accounts.authentication import request_account
+from accounts.plans import Plan
+from accounts.selectors import usage_get
 from core.api.envelope import iso_utc
-from core.api.schema import error_responses
+from core.api.fields import OneOfField
+from core.api.schema import SESSION_ERROR_DESCRIPTIONS, error_responses
 
 
 class PingView(ApiKeyView):
@@ -27,3 +31,37 @@ class PingView(ApiKeyView):
     )
     def get(self, request: Request) -> Response:
         return Response({"message": "pong", "timestamp": iso_utc(datetime.now(UTC))})
+
+
+class UsageView(AccountHolderView):
+    @extend_schema(
+        summary="This billing period's usage (dashboard session or API key)",
+        description=(
+            "The notifications counted against the plan's monthly quota so far (Free: emails and webhooks; "
+            "paid plans: webhooks, as their emails are unlimited and uncounted), the quota, and the period's dates."
+        ),
+        responses={
+            200: inline_serializer(
+                "Usage",
+                {
+                    "plan": OneOfField(choices=Plan.values),
+                    "used": serializers.IntegerField(),
+                    "limit": serializers.IntegerField(allow_null=True),
+                    "periodStart": serializers.DateField(),
+                    "resetsOn": serializers.DateField(),
+                },
+            ),
+            **error_responses(400, 401, 403, 429, descriptions=SESSION_ERROR_DESCRIPTIONS),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        usage = usage_get(account=request_account(request))
+        return Response(
+            {
+                "plan": usage.plan,
+                "used": usage.used,
+                "limit": usage.limit,
+                "periodStart": usage.period_start.isoformat(),
+                "resetsOn": usage.resets_on.isoformat(),
+            }
+        )

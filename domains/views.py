@@ -132,6 +132,11 @@ class DomainView(AccountHolderView):
         return Response({"deleted": True, "warnings": warnings})
 
 
+# GET /api/v1/user/domain under the name the dashboard's scripts use; nothing else.
+class DomainStatusView(DomainView):
+    http_method_names = ["get", "head", "options"]
+
+
 class DomainVerifyView(AccountHolderView):
     @extend_schema(
         summary="Ask every provider to verify the DNS records",

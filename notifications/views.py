@@ -232,91 +232,110 @@ class UserJobDetailView(AccountHolderView):
         return _job_detail(request, job_id)
 
 
-class JobListView(ApiKeyView):
-    class QuerySerializer(RequestSerializer):
-        page = PositiveIntegerParamField(required=False)
-        limit = PositiveIntegerParamField(required=False)
-        type = OneOfField(choices=JobType.values, required=False)
-        status = OneOfField(choices=JobStatus.values, required=False)
+class JobListQuery(RequestSerializer):
+    page = PositiveIntegerParamField(required=False)
+    limit = PositiveIntegerParamField(required=False)
+    type = OneOfField(choices=JobType.values, required=False)
+    status = OneOfField(choices=JobStatus.values, required=False)
 
+
+JOB_LIST_PARAMETERS = [
+    OpenApiParameter("page", POSITIVE_INTEGER_SCHEMA, description="Page number, from 1", default=1),
+    OpenApiParameter(
+        "limit", POSITIVE_INTEGER_SCHEMA, description=f"Jobs per page; a larger value gives {MAX_PAGE_SIZE}", default=20
+    ),
+    OpenApiParameter("type", str, enum=JobType.values, description="Only jobs of this type"),
+    OpenApiParameter("status", str, enum=JobStatus.values, description="Only jobs in this status"),
+]
+JOB_LIST_DESCRIPTION = "A page of the caller's jobs, newest first, without payloads or delivery logs. Filters combine."
+JOB_LIST_400 = "A query parameter is invalid (the message names it), or the API key was sent in both headers."
+
+
+def _job_page(request: Request) -> Response:
+    query = JobListQuery(data=request.query_params.dict())
+    query.is_valid(raise_exception=True)
+    page = query.validated_data.get("page", 1)
+    limit = min(query.validated_data.get("limit", 20), MAX_PAGE_SIZE)
+    jobs, total = job_list(
+        account=request_account(request),
+        page=page,
+        limit=limit,
+        type=query.validated_data.get("type"),
+        status=query.validated_data.get("status"),
+    )
+    pagination = {"page": page, "limit": limit, "total": total, "totalPages": math.ceil(total / limit)}
+    return Response(JobPageSerializer({"data": jobs, "pagination": pagination}).data)
+
+
+class JobListView(ApiKeyView):
     @extend_schema(
         summary="List jobs, newest first",
-        description="A page of the caller's jobs, newest first, without payloads or delivery logs. Filters combine.",
+        description=JOB_LIST_DESCRIPTION,
         operation_id="notifications_jobs_list",
-        parameters=[
-            OpenApiParameter("page", POSITIVE_INTEGER_SCHEMA, description="Page number, from 1", default=1),
-            OpenApiParameter(
-                "limit",
-                POSITIVE_INTEGER_SCHEMA,
-                description=f"Jobs per page; a larger value gives {MAX_PAGE_SIZE}",
-                default=20,
-            ),
-            OpenApiParameter("type", str, enum=JobType.values, description="Only jobs of this type"),
-            OpenApiParameter("status", str, enum=JobStatus.values, description="Only jobs in this status"),
-        ],
+        parameters=JOB_LIST_PARAMETERS,
+        responses={200: JobPageSchema, **error_responses(400, 401, 403, 429, descriptions={400: JOB_LIST_400})},
+    )
+    def get(self, request: Request) -> Response:
+        return _job_page(request)
+
+
+class UserJobListView(AccountHolderView):
+    @extend_schema(
+        summary="List your jobs, newest first (dashboard session or API key)",
+        description=JOB_LIST_DESCRIPTION,
+        operation_id="user_jobs_list",
+        parameters=JOB_LIST_PARAMETERS,
         responses={
             200: JobPageSchema,
-            **error_responses(
-                400,
-                401,
-                403,
-                429,
-                descriptions={
-                    400: "A query parameter is invalid (the message names it), or the API key was sent in both headers."
-                },
-            ),
+            **error_responses(400, 401, 403, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 400: JOB_LIST_400}),
         },
     )
     def get(self, request: Request) -> Response:
-        query = self.QuerySerializer(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        page = query.validated_data.get("page", 1)
-        limit = min(query.validated_data.get("limit", 20), MAX_PAGE_SIZE)
-        jobs, total = job_list(
-            account=request_account(request),
-            page=page,
-            limit=limit,
-            type=query.validated_data.get("type"),
-            status=query.validated_data.get("status"),
-        )
-        pagination = {"page": page, "limit": limit, "total": total, "totalPages": math.ceil(total / limit)}
-        return Response(JobPageSerializer({"data": jobs, "pagination": pagination}).data)
+        return _job_page(request)
+
+
+JOB_REQUEUED = inline_serializer(
+    "JobRequeued",
+    {"jobId": serializers.CharField(), "status": job_enum_field("status"), "message": serializers.CharField()},
+)
+JOB_RETRY_DESCRIPTION = (
+    "Puts a job in `failed` status back in the queue: its attempts start again, its delivery logs stay, "
+    "and an email keeps its `provider` and `fallback`."
+)
+JOB_RETRY_ERRORS = {
+    400: "A paid account's failed email cannot be retried before a provider key is added, "
+    "or the API key was sent in both headers.",
+    404: "No such job among the caller's jobs, or it is not in `failed` status.",
+}
+
+
+def _job_retry(request: Request, job_id: str) -> Response:
+    job = job_retry(account=request_account(request), job_id=job_id)
+    return Response({"jobId": str(job.id), "status": job.status, "message": "Job has been re-queued for processing"})
 
 
 class JobRetryView(ApiKeyView):
     @extend_schema(
         summary="Re-queue a failed job",
-        description=(
-            "Puts a job in `failed` status back in the queue: its attempts start again, its delivery logs stay, "
-            "and an email keeps its `provider` and `fallback`."
-        ),
+        description=JOB_RETRY_DESCRIPTION,
+        request=None,
+        responses={200: JOB_REQUEUED, **error_responses(400, 401, 403, 404, 411, 429, descriptions=JOB_RETRY_ERRORS)},
+    )
+    def post(self, request: Request, job_id: str) -> Response:
+        return _job_retry(request, job_id)
+
+
+class UserJobRetryView(AccountHolderView):
+    @extend_schema(
+        summary="Re-queue one of your failed jobs (dashboard session or API key)",
+        description=JOB_RETRY_DESCRIPTION,
         request=None,
         responses={
-            200: inline_serializer(
-                "JobRequeued",
-                {
-                    "jobId": serializers.CharField(),
-                    "status": job_enum_field("status"),
-                    "message": serializers.CharField(),
-                },
-            ),
+            200: JOB_REQUEUED,
             **error_responses(
-                400,
-                401,
-                403,
-                404,
-                411,
-                429,
-                descriptions={
-                    400: "A paid account's failed email cannot be retried before a provider key is added, "
-                    "or the API key was sent in both headers.",
-                    404: "No such job among the caller's jobs, or it is not in `failed` status.",
-                },
+                400, 401, 403, 404, 411, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, **JOB_RETRY_ERRORS}
             ),
         },
     )
     def post(self, request: Request, job_id: str) -> Response:
-        job = job_retry(account=request_account(request), job_id=job_id)
-        return Response(
-            {"jobId": str(job.id), "status": job.status, "message": "Job has been re-queued for processing"}
-        )
+        return _job_retry(request, job_id)

@@ -4,17 +4,20 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
 
-from accounts.views import PingView
+from accounts.views import PingView, UsageView
 from core.api.views import SchemaView, api_not_found
 from domains.views import DomainView
-from notifications.views import UserJobDetailView
+from notifications.views import UserJobDetailView, UserJobListView, UserJobRetryView
 
 urlpatterns = [
     path("api/v1/ping", PingView.as_view(), name="ping"),
     path("api/v1/notifications/", include("notifications.urls")),
     path("api/v1/user/domain/", include("domains.urls")),
     path("api/v1/user/domain", DomainView.as_view()),
+    path("api/v1/user/usage", UsageView.as_view(), name="user-usage"),
+    path("api/v1/user/jobs", UserJobListView.as_view(), name="user-job-list"),
     path("api/v1/user/jobs/<str:job_id>", UserJobDetailView.as_view(), name="user-job-detail"),
+    path("api/v1/user/jobs/<str:job_id>/retry", UserJobRetryView.as_view(), name="user-job-retry"),
     path("api/v1/webhooks/", include("webhooks_inbound.urls")),
     path("api/v1/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

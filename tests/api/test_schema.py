@@ -29,7 +29,11 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/notifications/jobs", "get"): (KEY_ONLY, EVERY_CALLER),
     ("/api/v1/notifications/jobs/{job_id}", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/notifications/jobs/{job_id}/retry", "post"): (KEY_ONLY, EVERY_CALLER | {404, 411}),
+    ("/api/v1/user/usage", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
+    ("/api/v1/user/jobs", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/jobs/{job_id}", "get"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
+    ("/api/v1/user/jobs/{job_id}/retry", "post"): (ACCOUNT_HOLDER, EVERY_CALLER | {404, 411}),
+    ("/api/v1/user/domain/status", "get"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
     ("/api/v1/user/domain", "get"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
     ("/api/v1/user/domain", "delete"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
     ("/api/v1/user/domain/request", "post"): (ACCOUNT_HOLDER, EVERY_CALLER | WITH_BODY | {409, 502}),
@@ -191,7 +195,8 @@ def test_the_job_shapes_are_the_ones_answered(schema: dict[str, Any]) -> None:
         return json_body(schema["paths"][path][method]["responses"][status])["properties"]["data"]
 
     assert answered("/api/v1/notifications/email", "post", "202") == {"$ref": "#/components/schemas/JobAccepted"}
-    assert answered("/api/v1/notifications/jobs", "get", "200") == {"$ref": "#/components/schemas/JobPage"}
+    for path in ["/api/v1/notifications/jobs", "/api/v1/user/jobs"]:
+        assert answered(path, "get", "200") == {"$ref": "#/components/schemas/JobPage"}
     assert component(schema, "JobPage")["properties"]["data"]["items"] == {"$ref": "#/components/schemas/JobSlim"}
     for path in ["/api/v1/notifications/jobs/{job_id}", "/api/v1/user/jobs/{job_id}"]:
         assert answered(path, "get", "200") == {"$ref": "#/components/schemas/JobDetail"}

@@ -1,0 +1,137 @@
+"""The account holder's JSON: jobs, retry, usage and domain status, by dashboard session or API key."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import UsagePeriod
+from accounts.selectors import usage_get
+from notifications.models import JobStatus, JobType
+from tests.clients import APIClient
+from tests.conftest import Client, ready_to_send
+from tests.factories import FailedJobFactory, JobFactory
+
+
+def signed_in(client: Client, *, csrf: bool = False) -> APIClient:
+    browser = APIClient(enforce_csrf_checks=csrf)
+    browser.force_login(client.account.user)
+    return browser
+
+
+def error_of(response: Any) -> tuple[int, str]:
+    return response.status_code, response.json()["error"]
+
+
+def test_the_job_list_is_the_callers_by_session_or_key_with_the_filters_and_pages(
+    startup: Client, make_client: Any
+) -> None:
+    JobFactory.create_batch(3, account=startup.account, type=JobType.WEBHOOK)
+    failed = FailedJobFactory(account=startup.account, type=JobType.EMAIL)
+    JobFactory.create_batch(2, account=make_client("startup").account)
+
+    by_session = signed_in(startup).get("/api/v1/user/jobs", {"limit": 2}).json()["data"]
+    by_key = startup.get("/api/v1/user/jobs", status="failed").json()["data"]
+
+    assert by_session["pagination"] == {"page": 1, "limit": 2, "total": 4, "totalPages": 2}
+    assert len(by_session["data"]) == 2
+    assert [job["id"] for job in by_key["data"]] == [str(failed.id)]
+    assert set(by_key["data"][0]) == {
+        "id",
+        "type",
+        "status",
+        "priority",
+        "attempts",
+        "errorMessage",
+        "createdAt",
+        "completedAt",
+    }
+
+
+def test_the_job_list_refuses_a_bad_filter_in_words(startup: Client) -> None:
+    response = signed_in(startup).get("/api/v1/user/jobs", {"status": "lost"})
+
+    assert error_of(response) == (400, "status must be one of pending, processing, completed, failed")
+
+
+def test_retry_by_session_needs_the_csrf_token_and_requeues_a_failed_job(startup: Client) -> None:
+    job = FailedJobFactory(account=startup.account)
+    browser = signed_in(startup, csrf=True)
+
+    without_token = browser.post(f"/api/v1/user/jobs/{job.id}/retry")
+    browser.get("/dashboard/")  # the page sets the CSRF cookie, as a browser would have it
+    token = browser.cookies["csrftoken"].value
+    with_token = browser.post(f"/api/v1/user/jobs/{job.id}/retry", HTTP_X_CSRFTOKEN=token)
+
+    assert error_of(without_token)[0] == 403
+    assert with_token.status_code == 200
+    assert with_token.json()["data"] == {
+        "jobId": str(job.id),
+        "status": "pending",
+        "message": "Job has been re-queued for processing",
+    }
+    job.refresh_from_db()
+    assert job.status == JobStatus.PENDING
+
+
+def test_retry_of_another_accounts_or_an_unfailed_job_is_404(startup: Client, make_client: Any) -> None:
+    others = FailedJobFactory(account=make_client("startup").account)
+    completed = JobFactory(account=startup.account, status=JobStatus.COMPLETED)
+    message = "Job not found or cannot be retried (must be in failed status)"
+
+    for job in (others, completed):
+        assert error_of(startup.post(f"/api/v1/user/jobs/{job.id}/retry")) == (404, message)
+    others.refresh_from_db()
+    assert others.status == JobStatus.FAILED
+
+
+def test_usage_gives_the_plan_the_count_the_limit_and_the_period(free: Client) -> None:
+    free.send_webhook()
+    free.send_webhook()
+    expected = usage_get(account=free.account)
+
+    data = signed_in(free).get("/api/v1/user/usage").json()["data"]
+
+    assert data == {
+        "plan": "free",
+        "used": 2,
+        "limit": 100,
+        "periodStart": expected.period_start.isoformat(),
+        "resetsOn": expected.resets_on.isoformat(),
+    }
+    assert date.fromisoformat(data["periodStart"]) <= timezone.now().date() < date.fromisoformat(data["resetsOn"])
+    assert UsagePeriod.objects.get(account=free.account).used == 2
+
+
+def test_a_paid_plans_usage_counts_webhooks_against_its_quota(startup: Client) -> None:
+    ready_to_send(startup, "SENDGRID")
+    startup.send_webhook()
+    startup.send_email(**{"from": "billing@example.com"})
+
+    data = startup.get("/api/v1/user/usage").json()["data"]
+
+    assert (data["plan"], data["used"], data["limit"]) == ("startup", 1, 15_000)
+
+
+@pytest.mark.usefixtures("db")
+def test_the_user_endpoints_need_a_session_or_a_key() -> None:
+    for path in ["/api/v1/user/usage", "/api/v1/user/jobs", "/api/v1/user/domain/status"]:
+        assert error_of(APIClient().get(path)) == (401, "Sign in or send an API key")
+
+
+def test_domain_status_is_the_domain_and_takes_no_delete(startup: Client) -> None:
+    ready_to_send(startup, "SENDGRID")
+    browser = signed_in(startup)
+
+    status = browser.get("/api/v1/user/domain/status")
+    domain = browser.get("/api/v1/user/domain")
+    delete = browser.delete("/api/v1/user/domain/status")
+
+    assert status.status_code == 200
+    assert status.json()["data"] == domain.json()["data"]
+    assert (status.json()["data"]["domain"], status.json()["data"]["status"]) == ("example.com", "verified")
+    assert delete.status_code == 405
+    assert browser.get("/api/v1/user/domain").status_code == 200
