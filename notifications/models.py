@@ -53,6 +53,8 @@ class Job(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # When the job ended, completed or failed for good: the dashboard's daily figures count by it.
+    finished_at = models.DateTimeField(null=True, blank=True)
     # While a retry waits: when the next attempt is due (shown to clients as nextAttemptAt).
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     # No worker may claim the job before this: the delivering worker's lease, or a retry's due time.
@@ -74,6 +76,12 @@ class Job(models.Model):
             models.Index(fields=["account", "status", "-created_at"], name="job_account_status_recent"),
             models.Index(fields=["account", "type", "-created_at"], name="job_account_type_recent"),
             models.Index(fields=["requeue_at"], condition=Q(requeue_at__isnull=False), name="job_requeue_due"),
+            # The daily figures read this index alone (status is in it), however many jobs an account has.
+            models.Index(
+                fields=["account", "finished_at", "status"],
+                condition=Q(finished_at__isnull=False),
+                name="job_account_finished",
+            ),
         ]
 
     def __str__(self) -> str:

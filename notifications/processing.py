@@ -90,10 +90,16 @@ def _retry_delay(job: Job, *, attempt: int, outcome: AttemptOutcome) -> int | No
 def _state_after(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetime) -> dict[str, Any]:
     finished = {"locked_until": None, "next_attempt_at": None, "requeue_at": None}
     if outcome.delivered:
-        return {"status": JobStatus.COMPLETED, "completed_at": now, "error_message": None, **finished}
+        return {
+            "status": JobStatus.COMPLETED,
+            "completed_at": now,
+            "finished_at": now,
+            "error_message": None,
+            **finished,
+        }
     delay = _retry_delay(job, attempt=attempt, outcome=outcome)
     if delay is None:
-        return {"status": JobStatus.FAILED, "error_message": outcome.error_message, **finished}
+        return {"status": JobStatus.FAILED, "finished_at": now, "error_message": outcome.error_message, **finished}
     due = now + timedelta(seconds=delay)
     return {
         "error_message": outcome.error_message,

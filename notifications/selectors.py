@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
 
-from django.db.models import Prefetch
+from django.db.models import Count, Prefetch
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 
 from accounts.models import Account
 from core.errors import NotFound
-from notifications.models import DeliveryLog, Job
+from notifications.models import DeliveryLog, Job, JobStatus
 
 SLIM_FIELDS = ["id", "type", "status", "priority", "attempts", "error_message", "created_at", "completed_at"]
 
@@ -53,3 +57,35 @@ def job_list(
 
 def job_count(*, account: Account) -> int:
     return Job.objects.filter(account=account).count()
+
+
+@dataclass(frozen=True)
+class DayOutcomes:
+    day: date
+    completed: int
+    failed: int
+
+
+def daily_outcomes(*, account: Account, days: int) -> list[DayOutcomes]:
+    """Jobs completed and failed on each of the last ``days`` days (UTC, today included), oldest first.
+
+    One grouped query over the job_account_finished index: the count reads the index, never the jobs.
+    """
+    today = timezone.now().astimezone(UTC).date()
+    first = today - timedelta(days=days - 1)
+    counts = (
+        Job.objects.filter(account=account, finished_at__gte=datetime.combine(first, time.min, tzinfo=UTC))
+        .annotate(day=TruncDate("finished_at", tzinfo=UTC))
+        .values_list("day", "status")
+        .annotate(count=Count("*"))
+        .order_by()
+    )
+    by_day = {(day, status): count for day, status, count in counts}
+    return [
+        DayOutcomes(
+            day=day,
+            completed=by_day.get((day, JobStatus.COMPLETED), 0),
+            failed=by_day.get((day, JobStatus.FAILED), 0),
+        )
+        for day in (first + timedelta(days=offset) for offset in range(days))
+    ]

@@ -183,6 +183,7 @@ def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> J
             claims=0,
             error_message=None,
             completed_at=None,
+            finished_at=None,
             next_attempt_at=None,
             locked_until=None,
             requeue_at=requeue_at,

@@ -29,7 +29,7 @@ from core.api.serializers import RequestSerializer
 from notifications.delivery.http import is_local_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType, Priority
-from notifications.selectors import job_get, job_list
+from notifications.selectors import daily_outcomes, job_get, job_list
 from notifications.serializers import (
     JobAcceptedSerializer,
     JobDetailSchema,
@@ -339,3 +339,62 @@ class UserJobRetryView(AccountHolderView):
     )
     def post(self, request: Request, job_id: str) -> Response:
         return _job_retry(request, job_id)
+
+
+DASHBOARD_PERIODS = [7, 30, 90]
+
+
+class DashboardStatsView(AccountHolderView):
+    class QuerySerializer(RequestSerializer):
+        days = PositiveIntegerParamField(required=False)
+
+        def validate_days(self, days: int) -> int:
+            if days not in DASHBOARD_PERIODS:
+                raise serializers.ValidationError("days must be one of 7, 30, 90")
+            return days
+
+    @extend_schema(
+        summary="Completed and failed jobs per day (dashboard session or API key)",
+        description=(
+            "One entry per day of the period, oldest first, today (UTC) last: the jobs that completed and "
+            "the jobs that failed for good that day; and the period's totals."
+        ),
+        parameters=[
+            OpenApiParameter("days", int, enum=DASHBOARD_PERIODS, description="The period in days", default=30)
+        ],
+        responses={
+            200: inline_serializer(
+                "DashboardStats",
+                {
+                    "days": inline_serializer(
+                        "DayOutcomes",
+                        {
+                            "date": serializers.DateField(),
+                            "completed": serializers.IntegerField(),
+                            "failed": serializers.IntegerField(),
+                        },
+                        many=True,
+                    ),
+                    "totals": inline_serializer(
+                        "OutcomeTotals", {"completed": serializers.IntegerField(), "failed": serializers.IntegerField()}
+                    ),
+                },
+            ),
+            **error_responses(400, 401, 403, 429, descriptions=SESSION_ERROR_DESCRIPTIONS),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = self.QuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        outcomes = daily_outcomes(account=request_account(request), days=query.validated_data.get("days", 30))
+        return Response(
+            {
+                "days": [
+                    {"date": day.day.isoformat(), "completed": day.completed, "failed": day.failed} for day in outcomes
+                ],
+                "totals": {
+                    "completed": sum(day.completed for day in outcomes),
+                    "failed": sum(day.failed for day in outcomes),
+                },
+            }
+        )

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 from accounts.views import PingView, UsageView
 from core.api.views import SchemaView, api_not_found
 from domains.views import DomainView
-from notifications.views import UserJobDetailView, UserJobListView, UserJobRetryView
+from notifications.views import DashboardStatsView, UserJobDetailView, UserJobListView, UserJobRetryView
 
 urlpatterns = [
     path("api/v1/ping", PingView.as_view(), name="ping"),
@@ -15,6 +15,7 @@ urlpatterns = [
     path("api/v1/user/domain/", include("domains.urls")),
     path("api/v1/user/domain", DomainView.as_view()),
     path("api/v1/user/usage", UsageView.as_view(), name="user-usage"),
+    path("api/v1/user/dashboard", DashboardStatsView.as_view(), name="user-dashboard"),
     path("api/v1/user/jobs", UserJobListView.as_view(), name="user-job-list"),
     path("api/v1/user/jobs/<str:job_id>", UserJobDetailView.as_view(), name="user-job-detail"),
     path("api/v1/user/jobs/<str:job_id>/retry", UserJobRetryView.as_view(), name="user-job-retry"),

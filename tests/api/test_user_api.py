@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, timedelta
 from typing import Any
 
 import pytest
@@ -135,3 +135,38 @@ def test_domain_status_is_the_domain_and_takes_no_delete(startup: Client) -> Non
     assert (status.json()["data"]["domain"], status.json()["data"]["status"]) == ("example.com", "verified")
     assert delete.status_code == 405
     assert browser.get("/api/v1/user/domain").status_code == 200
+
+
+def finished(account: Any, status: str, days_ago: int, count: int = 1) -> None:
+    moment = timezone.now() - timedelta(days=days_ago)
+    JobFactory.create_batch(count, account=account, status=status, finished_at=moment)
+
+
+def test_the_dashboard_figures_count_each_days_completed_and_failed_jobs(startup: Client, make_client: Any) -> None:
+    finished(startup.account, JobStatus.COMPLETED, 0, count=3)
+    finished(startup.account, JobStatus.FAILED, 0)
+    finished(startup.account, JobStatus.COMPLETED, 6, count=2)
+    finished(startup.account, JobStatus.FAILED, 7)  # a day before the 7-day period
+    JobFactory(account=startup.account, status=JobStatus.PENDING)
+    finished(make_client("startup").account, JobStatus.COMPLETED, 0, count=5)
+    today = timezone.now().astimezone(UTC).date()
+
+    data = signed_in(startup).get("/api/v1/user/dashboard", {"days": "7"}).json()["data"]
+
+    assert [day["date"] for day in data["days"]] == [(today - timedelta(days=n)).isoformat() for n in range(6, -1, -1)]
+    assert data["days"][0] == {"date": (today - timedelta(days=6)).isoformat(), "completed": 2, "failed": 0}
+    assert data["days"][-1] == {"date": today.isoformat(), "completed": 3, "failed": 1}
+    assert all(day["completed"] == day["failed"] == 0 for day in data["days"][1:-1])
+    assert data["totals"] == {"completed": 5, "failed": 1}
+
+
+def test_the_dashboard_figures_default_to_30_days_and_take_7_30_or_90(startup: Client) -> None:
+    finished(startup.account, JobStatus.FAILED, 60)
+
+    default = startup.get("/api/v1/user/dashboard").json()["data"]
+    quarter = startup.get("/api/v1/user/dashboard", days="90").json()["data"]
+
+    assert (len(default["days"]), default["totals"]) == (30, {"completed": 0, "failed": 0})
+    assert (len(quarter["days"]), quarter["totals"]) == (90, {"completed": 0, "failed": 1})
+    assert error_of(startup.get("/api/v1/user/dashboard", days="14")) == (400, "days must be one of 7, 30, 90")
+    assert error_of(startup.get("/api/v1/user/dashboard", days="week")) == (400, "days must be a positive integer")

@@ -148,7 +148,7 @@ def test_list_runs_a_constant_number_of_queries(free: Client, django_assert_num_
 def test_retry_requeues_a_failed_job(
     free: Client, broker_messages: Callable[[], list[dict[str, Any]]], django_capture_on_commit_callbacks: Any
 ) -> None:
-    job = FailedJobFactory(account=free.account, attempts=3, claims=6)
+    job = FailedJobFactory(account=free.account, attempts=3, claims=6, finished_at=timezone.now())
     DeliveryLogFactory(job=job, attempt=1)
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -162,7 +162,7 @@ def test_retry_requeues_a_failed_job(
     }
     job.refresh_from_db()
     # Its attempts start again, and so does the count of workers that died holding it.
-    assert (job.status, job.attempts, job.claims, job.error_message) == ("pending", 0, 0, None)
+    assert (job.status, job.attempts, job.claims, job.error_message, job.finished_at) == ("pending", 0, 0, None, None)
     assert job.delivery_logs.count() == 1
     assert broker_messages() == [{"task": "notifications.deliver_job", "args": [str(job.id)], "priority": 5}]
 

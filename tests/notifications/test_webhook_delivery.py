@@ -42,6 +42,7 @@ def test_it_delivers_the_payload_with_our_headers(free: Client, receiver: Receiv
     assert (job.status, job.attempts, job.error_message) == (JobStatus.COMPLETED, 1, None)
     assert job.started_at is not None
     assert job.completed_at is not None
+    assert job.finished_at == job.completed_at
     (log,) = job.delivery_logs.all()
     assert (log.attempt, log.status, log.used_provider, log.response_status) == (1, "success", None, 200)
     assert log.response_excerpt == '{"ok":true}'
@@ -89,6 +90,7 @@ def test_a_4xx_fails_at_once_without_retry(free: Client, receiver: Receiver) -> 
     assert (job.status, job.attempts, job.error_message) == (JobStatus.FAILED, 1, "404 Not Found")
     (log,) = job.delivery_logs.all()
     assert (log.status, log.response_status, log.response_excerpt) == ("failed", 404, "no such hook")
+    assert (job.completed_at, job.finished_at) == (None, log.created_at)
     time.sleep(1.5)
     assert len(receiver.arrivals) == 1
 
