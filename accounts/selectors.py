@@ -45,6 +45,10 @@ def signing_secret_decrypt(encrypted: str | None) -> str | None:
     return decrypt(encrypted) if encrypted else None
 
 
+def signing_secret_exists(*, account: Account) -> bool:
+    return SigningSecret.objects.filter(account=account).exists()
+
+
 def signing_secret_get(*, account_id: int) -> str | None:
     """The plaintext signing secret of the account, or None when it has none."""
     encrypted = SigningSecret.objects.filter(account_id=account_id).values_list("encrypted_secret", flat=True).first()
@@ -81,9 +85,14 @@ class Usage:
     resets_on: date
 
 
+def current_period(account: Account) -> tuple[date, date]:
+    """The account's billing cycle today: its first day and the day its quota resets."""
+    return billing_period(anchor=account.plan_started_on, today=timezone.now().date())
+
+
 def usage_get(*, account: Account) -> Usage:
     """This billing period's use of the quota."""
-    start, resets_on = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
+    start, resets_on = current_period(account)
     used = UsagePeriod.objects.filter(account=account, period_start=start).values_list("used", flat=True).first()
     return Usage(
         plan=account.plan,

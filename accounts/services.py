@@ -8,10 +8,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from accounts.billing import billing_period, us_date
+from accounts.billing import us_date
 from accounts.keys import api_key_digest, generate_api_key
 from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
 from accounts.plans import Plan
+from accounts.selectors import current_period
 from core.crypto import encrypt
 from core.errors import Conflict, InvalidRequest, NotFound, NotPermitted, QuotaExceeded, UpstreamFailed
 from providers.base import CredentialRefused, Credentials, ProviderError
@@ -76,11 +77,6 @@ def account_set_plan(*, account: Account, plan: str) -> Account:
     account.plan_started_on = timezone.now().date()
     account.save(update_fields=["plan", "plan_started_on"])
     return account
-
-
-def current_period(account: Account) -> tuple[date, date]:
-    """The account's billing cycle today: its first day and the day its quota resets."""
-    return billing_period(anchor=account.plan_started_on, today=timezone.now().date())
 
 
 def _take_unit(*, account: Account, period_start: date) -> bool:

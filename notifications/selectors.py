@@ -55,8 +55,8 @@ def job_list(
     return list(jobs.only(*SLIM_FIELDS).order_by("-created_at", "-id")[offset : offset + limit]), total
 
 
-def job_count(*, account: Account) -> int:
-    return Job.objects.filter(account=account).count()
+def has_jobs(*, account: Account) -> bool:
+    return Job.objects.filter(account=account).exists()
 
 
 @dataclass(frozen=True)

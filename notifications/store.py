@@ -21,7 +21,8 @@ from uuid import UUID
 from django.db import IntegrityError, connection, transaction
 
 from accounts.models import Account, SigningSecret, UsagePeriod
-from accounts.services import current_period, usage_consume
+from accounts.selectors import current_period
+from accounts.services import usage_consume
 from core import sql
 from core.errors import DuplicateRequest
 from notifications.models import DeliveryLog, Job, JobStatus

@@ -65,6 +65,20 @@ def resend_secret_set(*, account: Account, signing_secret: str) -> None:
     credentials.save(update_fields=["encrypted_resend_secret", "updated_at"])
 
 
+# The providers whose credential the holder copies from the provider (Postmark's is generated).
+SETTABLE_PROVIDERS = ("resend", "sendgrid")
+
+
+def tracking_credential_set(*, account: Account, provider: str, value: str) -> None:
+    """Stores what ``provider`` (one of SETTABLE_PROVIDERS) shows for its signed events."""
+    if provider == "sendgrid":
+        sendgrid_key_set(account=account, verification_key=value)
+    elif provider == "resend":
+        resend_secret_set(account=account, signing_secret=value)
+    else:
+        raise InvalidRequest(f"{provider} has no key or secret to set; Postmark's password is generated")
+
+
 @dataclass(frozen=True)
 class Recorded:
     received: int

@@ -18,7 +18,7 @@ from dashboard.forms import ConfirmPasswordForm
 from dashboard.views.base import HolderView, no_store
 from domains.models import DomainStatus
 from domains.selectors import domain_get
-from notifications.selectors import job_count
+from notifications.selectors import has_jobs
 from notifications.services import platform_sender
 
 
@@ -64,7 +64,7 @@ class HomeView(HolderView, TemplateView):
                     "done": bool(domain and domain.status == DomainStatus.VERIFIED),
                 },
             ]
-        steps.append({"key": "send", "label": "Send your first notification", "done": job_count(account=account) > 0})
+        steps.append({"key": "send", "label": "Send your first notification", "done": has_jobs(account=account)})
         return steps
 
 

@@ -7,12 +7,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views import View
 
-from accounts.models import SigningSecret
+from accounts.selectors import signing_secret_exists
 from accounts.services import signing_secret_delete, signing_secret_generate
 from core.errors import DomainError
 from dashboard.views.base import HolderView, no_store
 from webhooks_inbound.selectors import receiver_urls, tracking_credentials_of
-from webhooks_inbound.services import postmark_password_generate, resend_secret_set, sendgrid_key_set
+from webhooks_inbound.services import postmark_password_generate, tracking_credential_set
 
 
 class WebhooksView(HolderView, View):
@@ -39,10 +39,7 @@ class WebhooksView(HolderView, View):
         value = request.POST.get("value", "")
         provider = "sendgrid" if action == "set-sendgrid-key" else "resend"
         try:
-            if provider == "sendgrid":
-                sendgrid_key_set(account=self.account, verification_key=value)
-            else:
-                resend_secret_set(account=self.account, signing_secret=value)
+            tracking_credential_set(account=self.account, provider=provider, value=value)
         except DomainError as error:
             return self._page(request, errors={provider: error.message}, values={provider: value}, status=400)
         messages.success(request, "Saved. Events signed with it are accepted from now on.")
@@ -52,7 +49,7 @@ class WebhooksView(HolderView, View):
         account = self.account
         credentials = tracking_credentials_of(account)
         context = {
-            "has_signing_secret": SigningSecret.objects.filter(account=account).exists(),
+            "has_signing_secret": signing_secret_exists(account=account),
             "receiver_urls": receiver_urls(account=account),
             "tracking": credentials,
             "errors": {},

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from accounts.models import Account, UsagePeriod
 from accounts.plans import Plan
-from accounts.services import account_create, current_period, provider_key_set, signing_secret_generate
+from accounts.selectors import current_period
+from accounts.services import account_create, provider_key_set, signing_secret_generate
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
 from notifications.models import JobStatus, JobType
 from tests.factories import FailedJobFactory, JobFactory

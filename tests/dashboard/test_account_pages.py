@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import re
 from typing import Any
 
@@ -13,21 +12,13 @@ from django.test import Client as Browser
 from accounts.models import Account, ApiKey, SigningSecret
 from accounts.services import UNCONFIRMED_KEY_MESSAGE
 from tests.conftest import Client
+from tests.dashboard.pages import page_html, page_text
 from tests.fakes.events import PostmarkEvents, SendGridEvents
 from tests.fakes.providers import FakePostmark
 from tests.providers_fixtures import POSTMARK_KEY
 from webhooks_inbound.models import TrackingCredentials
 
 PASSWORD = "a sound passphrase 42"
-
-
-def page_html(response: Any) -> str:
-    return re.sub(r"\s+", " ", response.content.decode())
-
-
-def page_text(response: Any) -> str:
-    """What a reader sees: the page without its tags."""
-    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", response.content.decode()))).replace(" .", ".")
 
 
 def sign_up(browser: Browser, email: str = "Ada@Example.com", password: str = PASSWORD, **extra: Any) -> Any:

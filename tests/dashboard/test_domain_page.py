@@ -13,6 +13,7 @@ from accounts.models import Account
 from accounts.plans import Plan
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
 from tests.conftest import Client, ready_to_send
+from tests.dashboard.pages import page_text
 from tests.domains.test_domain_api import with_keys
 from tests.fakes.providers import FakePostmark, FakeProvider, FakeResend, FakeSendGrid
 
@@ -25,11 +26,6 @@ RECORD_ROW = re.compile(
     r'.*?id="dns-\w+-\d+-value">(?P<value>[^<]*)</code>',
     re.S,
 )
-
-
-def page_text(response: Any) -> str:
-    """What a reader sees: the page without its tags."""
-    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", response.content.decode())))
 
 
 def dns_table(response: Any) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from accounts.services import provider_key_move, provider_key_remove, provider_k
 from core.crypto import decrypt
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
 from tests.conftest import Client
-from tests.dashboard.test_account_pages import page_text
+from tests.dashboard.pages import page_text
 from tests.fakes.providers import FakePostmark, FakeProvider, FakeResend, FakeSendGrid
 from tests.providers_fixtures import POSTMARK_ACCOUNT_TOKEN, POSTMARK_KEY, RESEND_KEY, SENDGRID_KEY
 

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.management.commands._account_args import account_or_error
-from accounts.models import SigningSecret
+from accounts.selectors import signing_secret_exists
 from accounts.services import signing_secret_delete, signing_secret_generate
 
 
@@ -18,7 +18,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, email: str, action: str, **options: Any) -> None:
         account = account_or_error(email)
-        has_secret = SigningSecret.objects.filter(account=account).exists()
+        has_secret = signing_secret_exists(account=account)
         if action == "delete":
             if not signing_secret_delete(account=account):
                 raise CommandError(f"{email} has no signing secret")

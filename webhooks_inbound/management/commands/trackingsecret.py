@@ -9,9 +9,7 @@ from accounts.models import Account
 from core.errors import InvalidRequest
 from providers.names import ProviderName
 from webhooks_inbound.selectors import receiver_urls
-from webhooks_inbound.services import postmark_password_generate, resend_secret_set, sendgrid_key_set
-
-SETTABLE = ["resend", "sendgrid"]
+from webhooks_inbound.services import SETTABLE_PROVIDERS, postmark_password_generate, tracking_credential_set
 
 
 class Command(BaseCommand):
@@ -23,7 +21,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("email")
         parser.add_argument("action", choices=["generate", "set"])
-        parser.add_argument("provider", nargs="?", choices=SETTABLE, help="with 'set'")
+        parser.add_argument("provider", nargs="?", choices=SETTABLE_PROVIDERS, help="with 'set'")
         parser.add_argument("value", nargs="?", help="with 'set': the key or secret the provider shows")
 
     def handle(
@@ -44,10 +42,7 @@ class Command(BaseCommand):
         if not provider or not value:
             raise CommandError("'set' takes a provider (sendgrid or resend) and its key or secret")
         try:
-            if provider == "sendgrid":
-                sendgrid_key_set(account=account, verification_key=value)
-            else:
-                resend_secret_set(account=account, signing_secret=value)
+            tracking_credential_set(account=account, provider=provider, value=value)
         except InvalidRequest as error:
             raise CommandError(error.message) from None
         self.stdout.write(f"Stored the {provider} credential of {email}.")
