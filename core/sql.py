@@ -44,6 +44,11 @@ def columns(model: type[models.Model], alias: str = "") -> str:
     return ", ".join(prefix + quote(field.column) for field in model._meta.concrete_fields)
 
 
+def column(model: type[models.Model], field_name: str) -> str:
+    """The field's column, quoted."""
+    return quote(_field(model, field_name).column)
+
+
 def in_batches(values: Sequence[Any], *, other_params: int = 0) -> list[Sequence[Any]]:
     """``values`` cut to fit one statement's parameters beside ``other_params`` others (SQLite's limit)."""
     limit = (default_connection().features.max_query_params or 65_535) - other_params
@@ -69,7 +74,7 @@ def db_value(model: type[models.Model], field_name: str, value: Any) -> Any:
 @cache
 def set_clause(model: type[models.Model], field_names: tuple[str, ...]) -> str:
     """``col = %s, ...`` for the named fields; `set_values` gives the values in the same order."""
-    return ", ".join(f"{quote(_field(model, name).column)} = %s" for name in field_names)
+    return ", ".join(f"{column(model, name)} = %s" for name in field_names)
 
 
 def set_values(model: type[models.Model], changes: dict[str, Any]) -> list[Any]:

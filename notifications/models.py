@@ -53,7 +53,7 @@ class Job(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    # When the job ended, completed or failed for good: the dashboard's daily figures count by it.
+    # When the job ended, completed or failed for good: the day its DailyTally counted it.
     finished_at = models.DateTimeField(null=True, blank=True)
     # While a retry waits: when the next attempt is due (shown to clients as nextAttemptAt).
     next_attempt_at = models.DateTimeField(null=True, blank=True)
@@ -76,16 +76,30 @@ class Job(models.Model):
             models.Index(fields=["account", "status", "-created_at"], name="job_account_status_recent"),
             models.Index(fields=["account", "type", "-created_at"], name="job_account_type_recent"),
             models.Index(fields=["requeue_at"], condition=Q(requeue_at__isnull=False), name="job_requeue_due"),
-            # The daily figures read this index alone (status is in it), however many jobs an account has.
-            models.Index(
-                fields=["account", "finished_at", "status"],
-                condition=Q(finished_at__isnull=False),
-                name="job_account_finished",
-            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.type} job {self.id} ({self.status})"
+
+
+class DailyTally(models.Model):
+    """An account's jobs that finished on one day (UTC): the dashboard's daily figures.
+
+    Recorded with the attempt that finishes a job (and taken back when a failed job is retried), so
+    the figures for any period are a few rows, however many jobs the account has.
+    """
+
+    # The unique (account, day) index serves the account's lookups: no index of its own.
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="daily_tallies", db_index=False)
+    day = models.DateField()
+    completed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["account", "day"], name="unique_daily_tally")]
+
+    def __str__(self) -> str:
+        return f"{self.day}: {self.completed} completed, {self.failed} failed"
 
 
 class DeliveryStatus(models.TextChoices):

@@ -2,15 +2,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, timedelta
 
-from django.db.models import Count, Prefetch
-from django.db.models.functions import TruncDate
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from accounts.models import Account
 from core.errors import NotFound
-from notifications.models import DeliveryLog, Job, JobStatus
+from notifications.models import DailyTally, DeliveryLog, Job
 
 SLIM_FIELDS = ["id", "type", "status", "priority", "attempts", "error_message", "created_at", "completed_at"]
 
@@ -69,23 +68,12 @@ class DayOutcomes:
 def daily_outcomes(*, account: Account, days: int) -> list[DayOutcomes]:
     """Jobs completed and failed on each of the last ``days`` days (UTC, today included), oldest first.
 
-    One grouped query over the job_account_finished index: the count reads the index, never the jobs.
+    At most ``days`` DailyTally rows, read through their unique (account, day) index.
     """
     today = timezone.now().astimezone(UTC).date()
     first = today - timedelta(days=days - 1)
-    counts = (
-        Job.objects.filter(account=account, finished_at__gte=datetime.combine(first, time.min, tzinfo=UTC))
-        .annotate(day=TruncDate("finished_at", tzinfo=UTC))
-        .values_list("day", "status")
-        .annotate(count=Count("*"))
-        .order_by()
-    )
-    by_day = {(day, status): count for day, status, count in counts}
+    tallies = DailyTally.objects.filter(account=account, day__gte=first).values_list("day", "completed", "failed")
+    by_day = {day: (completed, failed) for day, completed, failed in tallies}
     return [
-        DayOutcomes(
-            day=day,
-            completed=by_day.get((day, JobStatus.COMPLETED), 0),
-            failed=by_day.get((day, JobStatus.FAILED), 0),
-        )
-        for day in (first + timedelta(days=offset) for offset in range(days))
+        DayOutcomes(day, *by_day.get(day, (0, 0))) for day in (first + timedelta(days=offset) for offset in range(days))
     ]

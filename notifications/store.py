@@ -13,22 +13,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime
 from functools import cache
 from typing import Any
 from uuid import UUID
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 
 from accounts.models import Account, SigningSecret, UsagePeriod
 from accounts.selectors import current_period
 from accounts.services import usage_consume
 from core import sql
 from core.errors import DuplicateRequest
-from notifications.models import DeliveryLog, Job, JobStatus
+from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
 
 DUPLICATE_MESSAGE = "Duplicate request detected"
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
+TALLY_FIELDS = ("account", "day", "completed", "failed")
 
 
 @dataclass(frozen=True)
@@ -128,36 +130,70 @@ def _claim_sql() -> str:
 
 
 def record_attempt(job: Job, *, changes: dict[str, Any], log: DeliveryLog) -> bool:
-    """Applies ``changes`` to the claimed job and stores its log row, both or neither.
+    """Applies ``changes`` to the claimed job and stores its log row, both or neither; a job that
+    ``changes`` finish is counted in its day's DailyTally in the same transaction.
 
     False, with nothing written, when the lease this claim took is no longer the job's.
     """
+    tally = _tally_values(job, changes)
     if connection.vendor == "postgresql":
-        return _record_attempt_in_one_statement(job, changes=changes, log=log)
+        return _record_attempt_in_one_statement(job, changes=changes, log=log, tally=tally)
     still_ours = Job.objects.filter(id=job.id, status=JobStatus.PROCESSING, locked_until=job.locked_until)
     with transaction.atomic():
         if not still_ours.update(**changes):
             return False
         log.save(force_insert=True)
+        if tally:
+            with connection.cursor() as cursor:
+                # SQLite reads ON CONFLICT after a bare SELECT as a join's ON: the WHERE ends the SELECT.
+                cursor.execute(_tally_sql("WHERE true"), tally)
         return True
 
 
-def _record_attempt_in_one_statement(job: Job, *, changes: dict[str, Any], log: DeliveryLog) -> bool:
+def _tally_values(job: Job, changes: dict[str, Any]) -> list[Any]:
+    """The parameters of `_tally_sql` when ``changes`` finish the job, else none."""
+    finished_at = changes.get("finished_at")
+    if finished_at is None:
+        return []
+    completed = changes["status"] == JobStatus.COMPLETED
+    return [job.account_id, sql.db_value(DailyTally, "day", utc_day(finished_at)), int(completed), int(not completed)]
+
+
+def utc_day(moment: datetime) -> date:
+    return moment.astimezone(UTC).date()
+
+
+@cache
+def _tally_sql(source: str) -> str:
+    """Adds one job to its account's day, creating the day's row: ``source`` ends the SELECT of the values."""
+    tally = sql.table(DailyTally)
+    account, day, completed, failed = (sql.column(DailyTally, field) for field in TALLY_FIELDS)
+    return f"""
+        INSERT INTO {tally} ({account}, {day}, {completed}, {failed}) SELECT %s, %s, %s, %s {source}
+        ON CONFLICT ({account}, {day}) DO UPDATE
+        SET {completed} = {tally}.{completed} + EXCLUDED.{completed}, {failed} = {tally}.{failed} + EXCLUDED.{failed}
+    """
+
+
+def _record_attempt_in_one_statement(job: Job, *, changes: dict[str, Any], log: DeliveryLog, tally: list[Any]) -> bool:
     lease = [sql.db_value(Job, "id", job.id), JobStatus.PROCESSING, sql.db_value(Job, "locked_until", job.locked_until)]
     with connection.cursor() as cursor:
         cursor.execute(
-            _record_attempt_sql(tuple(changes)), [*sql.set_values(Job, changes), *lease, *sql.insert_values(log)]
+            _record_attempt_sql(tuple(changes), tallied=bool(tally)),
+            [*sql.set_values(Job, changes), *lease, *tally, *sql.insert_values(log)],
         )
         return cursor.rowcount == 1
 
 
 @cache
-def _record_attempt_sql(changed_fields: tuple[str, ...]) -> str:
+def _record_attempt_sql(changed_fields: tuple[str, ...], *, tallied: bool) -> str:
+    # The tally's row lock is taken last and held only until this statement commits.
+    tally = f", tallied AS ({_tally_sql('FROM still_ours')})" if tallied else ""
     return f"""
         WITH still_ours AS (
             UPDATE {sql.table(Job)} SET {sql.set_clause(Job, changed_fields)}
             WHERE id = %s AND status = %s AND locked_until = %s RETURNING 1
-        )
+        ){tally}
         INSERT INTO {sql.table(DeliveryLog)} ({sql.columns(DeliveryLog)})
         SELECT {sql.placeholders(DeliveryLog)} FROM still_ours
     """
@@ -176,9 +212,14 @@ def take_due_for_requeue(*, now: datetime, next_requeue_at: datetime, batch_size
 
 
 def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> Job | None:
-    """Puts the account's failed job back to pending, attempts from zero, logs kept; None if it is not failed."""
+    """Puts the account's failed job back to pending, attempts from zero, logs kept; None if it is not failed.
+
+    The job leaves its day's failed count: it finishes again, and is counted then.
+    """
+    failed = Job.objects.filter(id=job_id, account=account, status=JobStatus.FAILED)
     with transaction.atomic():
-        requeued = Job.objects.filter(id=job_id, account=account, status=JobStatus.FAILED).update(
+        finished_at = failed.select_for_update().values_list("finished_at", flat=True).first()
+        if not failed.update(
             status=JobStatus.PENDING,
             attempts=0,
             claims=0,
@@ -188,5 +229,8 @@ def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> J
             next_attempt_at=None,
             locked_until=None,
             requeue_at=requeue_at,
-        )
-        return Job.objects.get(id=job_id) if requeued else None
+        ):
+            return None
+        if finished_at is not None:
+            DailyTally.objects.filter(account=account, day=utc_day(finished_at)).update(failed=F("failed") - 1)
+        return Job.objects.get(id=job_id)
