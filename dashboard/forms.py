@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from core.api.fields import DomainNameField
 from dashboard.mail import send_platform_email
+from notifications.models import JobStatus, JobType
 from providers.names import ProviderName
 
 
@@ -158,3 +159,11 @@ class ProviderKeyForm(forms.Form):
         if cleaned.get("account_token") and cleaned.get("provider") != ProviderName.POSTMARK:
             self.add_error("account_token", "Only Postmark takes an account token: leave this empty for the others.")
         return cleaned
+
+
+class JobFilterForm(forms.Form):
+    """The jobs page's query string: both filters optional, pages from 1."""
+
+    type = forms.ChoiceField(label="Type", choices=[("", "All types"), *JobType.choices], required=False)
+    status = forms.ChoiceField(label="Status", choices=[("", "All statuses"), *JobStatus.choices], required=False)
+    page = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard.views import auth, domain, pages, providers, webhooks
+from dashboard.views import auth, domain, jobs, pages, providers, webhooks
 from dashboard.views.auth import PasswordResetView, SignInView, SignUpView
 
 urlpatterns = [
@@ -27,6 +27,9 @@ urlpatterns = [
     path("dashboard/providers/", providers.ProvidersView.as_view(), name="providers"),
     path("dashboard/domain/", domain.DomainView.as_view(), name="domain"),
     path("dashboard/webhooks/", webhooks.WebhooksView.as_view(), name="webhooks"),
+    path("dashboard/jobs/", jobs.JobsView.as_view(), name="jobs"),
+    path("dashboard/jobs/<uuid:job_id>/", jobs.JobView.as_view(), name="job"),
+    path("dashboard/jobs/<uuid:job_id>/retry/", jobs.JobRetryView.as_view(), name="job-retry"),
     path("dashboard/account/", pages.AccountView.as_view(), name="account"),
     path("dashboard/account/password/", auth.PasswordChangeView.as_view(), name="password_change"),
     path("dashboard/account/delete/", pages.AccountDeleteView.as_view(), name="account-delete"),

@@ -25,6 +25,7 @@ from providers.registry import get_provider
 NO_PROVIDER_MESSAGE = (
     "Please add at least one email provider API key (SendGrid, Resend, or Postmark) in Settings before sending emails."
 )
+REQUEUED_MESSAGE = "Job has been re-queued for processing"
 NOT_RETRYABLE_MESSAGE = "Job not found or cannot be retried (must be in failed status)"
 
 

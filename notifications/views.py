@@ -39,7 +39,7 @@ from notifications.serializers import (
     job_accepted,
     job_enum_field,
 )
-from notifications.services import email_job_create, job_retry, webhook_job_create
+from notifications.services import REQUEUED_MESSAGE, email_job_create, job_retry, webhook_job_create
 from providers.names import ProviderName
 
 WEBHOOK_METHODS = ["POST", "PUT", "PATCH", "DELETE"]
@@ -311,7 +311,7 @@ JOB_RETRY_ERRORS = {
 
 def _job_retry(request: Request, job_id: str) -> Response:
     job = job_retry(account=request_account(request), job_id=job_id)
-    return Response({"jobId": str(job.id), "status": job.status, "message": "Job has been re-queued for processing"})
+    return Response({"jobId": str(job.id), "status": job.status, "message": REQUEUED_MESSAGE})
 
 
 class JobRetryView(ApiKeyView):

@@ -25,6 +25,8 @@ class HolderView(LoginRequiredMixin):
                 messages.info(request, "This user has no NotifyHub account; staff work in the admin.")
                 return redirect("admin:index")
             self.account = account
+            # base.html asks user.account for the navigation: answer from this row, not a second query.
+            request.user.account = account
         return super().dispatch(request, *args, **kwargs)
 
 

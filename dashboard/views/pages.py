@@ -14,11 +14,12 @@ from django.views.generic import TemplateView
 from accounts.selectors import active_api_key, configured_providers, usage_get
 from accounts.services import account_delete, api_key_issue
 from core.errors import DomainError
+from dashboard.chart import outcome_chart
 from dashboard.forms import ConfirmPasswordForm
 from dashboard.views.base import HolderView, no_store
 from domains.models import DomainStatus
 from domains.selectors import domain_get
-from notifications.selectors import has_jobs
+from notifications.selectors import daily_outcomes, job_page
 from notifications.services import platform_sender
 
 
@@ -28,22 +29,29 @@ def landing(request: HttpRequest) -> HttpResponse:
     return render(request, "landing.html")
 
 
+CHART_DAYS = 30
+RECENT_JOBS = 5
+
+
 class HomeView(HolderView, TemplateView):
     template_name = "dashboard/home.html"
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         account = self.account
         usage = usage_get(account=account)
+        recent_jobs, _ = job_page(account=account, page=1, limit=RECENT_JOBS)
         return {
             **super().get_context_data(**kwargs),
             "account": account,
             "usage": usage,
             "usage_percent": min(100, round(100 * usage.used / usage.limit)) if usage.limit else 0,
             "platform_sender": platform_sender(),
-            "steps": self._next_steps(),
+            "chart": outcome_chart(daily_outcomes(account=account, days=CHART_DAYS)),
+            "recent_jobs": recent_jobs,
+            "steps": self._next_steps(has_sent=bool(recent_jobs)),
         }
 
-    def _next_steps(self) -> list[dict[str, Any]]:
+    def _next_steps(self, *, has_sent: bool) -> list[dict[str, Any]]:
         """What a holder does first, in order; each step says whether it is done."""
         account = self.account
         steps = [
@@ -64,7 +72,7 @@ class HomeView(HolderView, TemplateView):
                     "done": bool(domain and domain.status == DomainStatus.VERIFIED),
                 },
             ]
-        steps.append({"key": "send", "label": "Send your first notification", "done": has_jobs(account=account)})
+        steps.append({"key": "send", "label": "Send your first notification", "done": has_sent})
         return steps
 
 

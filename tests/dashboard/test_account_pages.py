@@ -32,18 +32,6 @@ def confirmation_link() -> str:
     return found.group(1)
 
 
-@pytest.fixture
-def browser(db: None) -> Browser:
-    return Browser()
-
-
-@pytest.fixture
-def holder(startup: Client) -> tuple[Browser, Account]:
-    browser = Browser()
-    browser.force_login(startup.account.user)
-    return browser, startup.account
-
-
 # --- sign-up and confirmation ------------------------------------------------------------------
 
 

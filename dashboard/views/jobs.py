@@ -1,0 +1,87 @@
+"""The holder's jobs: a filtered list, one job with its attempts and events, and Retry."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from uuid import UUID
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.views import View
+from django.views.generic import TemplateView
+
+from core.errors import DomainError, NotFound
+from dashboard.forms import JobFilterForm
+from dashboard.views.base import HolderView
+from notifications.models import JobStatus
+from notifications.selectors import job_get, job_page, owns_job
+from notifications.services import REQUEUED_MESSAGE, job_retry
+
+JOBS_PER_PAGE = 25
+
+
+class JobsView(HolderView, View):
+    template_name = "dashboard/jobs.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = JobFilterForm(request.GET)
+        if not form.is_valid():
+            return render(request, self.template_name, {"form": form, "jobs": []}, status=400)
+        page = form.cleaned_data["page"] or 1
+        jobs, has_next = job_page(
+            account=self.account,
+            page=page,
+            limit=JOBS_PER_PAGE,
+            type=form.cleaned_data["type"] or None,
+            status=form.cleaned_data["status"] or None,
+        )
+        context = {
+            "form": form,
+            "jobs": jobs,
+            "page": page,
+            "filtered": bool(form.cleaned_data["type"] or form.cleaned_data["status"]),
+            "previous_query": _page_query(request.GET, page - 1) if page > 1 else None,
+            "next_query": _page_query(request.GET, page + 1) if has_next else None,
+        }
+        return render(request, self.template_name, context)
+
+
+def _page_query(query: QueryDict, page: int) -> str:
+    """The same filters on another page."""
+    other = query.copy()
+    other["page"] = str(page)
+    return other.urlencode()
+
+
+class JobView(HolderView, TemplateView):
+    template_name = "dashboard/job.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        try:
+            job = job_get(account=self.account, job_id=str(kwargs["job_id"]))
+        except NotFound:
+            raise Http404("No such job") from None
+        return {
+            **super().get_context_data(**kwargs),
+            "job": job,
+            "payload": json.dumps(job.payload, indent=2, ensure_ascii=False),
+            "can_retry": job.status == JobStatus.FAILED,
+        }
+
+
+class JobRetryView(HolderView, View):
+    """Retry with the API's rules (notifications.services.job_retry) and its words."""
+
+    def post(self, request: HttpRequest, job_id: UUID) -> HttpResponse:
+        try:
+            job_retry(account=self.account, job_id=str(job_id))
+        except DomainError as error:
+            # Not failed (any more), or no provider to retry an email with; another account's job is not found.
+            if not owns_job(account=self.account, job_id=job_id):
+                raise Http404("No such job") from None
+            messages.error(request, error.message)
+        else:
+            messages.success(request, REQUEUED_MESSAGE)
+        return redirect("job", job_id=job_id)
