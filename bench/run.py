@@ -4,7 +4,8 @@
   delivery  webhook deliveries/s of the Celery worker against its floor; latency at a steady rate through the API
   email     an email job through a fake provider against a webhook job, one at a time
   events    the provider-event receivers under gunicorn: signed SendGrid batches, then Postmark events at a steady rate
-  all       the four in turn (the default)
+  dashboard what an account holder reads under gunicorn, with a million jobs of their own: GETs one at a time
+  all       the five in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -61,6 +62,7 @@ from bench.common import (
     verdict,
     wait_for_quiet,
 )
+from bench.dashboard import dashboard
 from bench.receiver import Dump, ReceiverClient
 from tests.fakes.events import Delivery as ProviderPost
 from tests.fakes.events import PostmarkEvents, SendGridEvents
@@ -898,6 +900,7 @@ BENCHES: dict[str, Callable[[argparse.Namespace], None]] = {
     "delivery": delivery,
     "email": email,
     "events": events,
+    "dashboard": dashboard,
 }
 
 
@@ -907,7 +910,7 @@ def build_parser() -> argparse.ArgumentParser:
     option(common, "redis-url", "redis://127.0.0.1:6379/14", "flushed at start and end")
     option(common, "quiet-wait", 60.0, "before each measured run, wait up to this long for other work to stop")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", metavar="{accept,delivery,email,events,all}")
+    commands = parser.add_subparsers(dest="command", metavar="{accept,delivery,email,events,dashboard,all}")
     sub = commands.add_parser("accept", parents=[common], help="the accept path against its floor")
     option(sub, "duration", 20, "measured seconds per server", env="accept")
     option(sub, "warmup", 3, "warm-up seconds per server", env="accept")
@@ -939,7 +942,14 @@ def build_parser() -> argparse.ArgumentParser:
     option(sub, "senders", 32, "Postmark: client threads, each on its own connection", env="events")
     option(sub, "jobs", 500, "sent emails seeded per provider, which the events name", env="events")
     option(sub, "port", 8771, "gunicorn's port", env="events")
-    commands.add_parser("all", parents=[common], help="the four in turn (the default)")
+    sub = commands.add_parser("dashboard", parents=[common], help="the holder's reads with a million jobs, one by one")
+    option(sub, "jobs", 1_000_000, "jobs of the account whose pages are read", env="dashboard")
+    option(sub, "other-jobs", 1_000_000, "jobs of the other accounts, in the same table", env="dashboard")
+    option(sub, "other-accounts", 50, "accounts sharing the other jobs", env="dashboard")
+    option(sub, "requests", 20, "measured requests an endpoint, one after another", env="dashboard")
+    option(sub, "warmup", 2, "unmeasured requests an endpoint before them", env="dashboard")
+    option(sub, "port", 8771, "gunicorn's port", env="dashboard")
+    commands.add_parser("all", parents=[common], help="the five in turn (the default)")
     return parser
 
 
