@@ -10,7 +10,7 @@ from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.template.loader import render_to_string
 from rest_framework import serializers
 
-from core.api.fields import DomainNameField
+from core.api.fields import DomainNameField, HttpsUrlField
 from dashboard.mail import send_platform_email
 from notifications.models import JobStatus, JobType
 from providers.names import ProviderName
@@ -161,9 +161,33 @@ class ProviderKeyForm(forms.Form):
         return cleaned
 
 
+# --- The jobs page -------------------------------------------------------------------------------
+
+
 class JobFilterForm(forms.Form):
     """The jobs page's query string: both filters optional, pages from 1."""
 
     type = forms.ChoiceField(label="Type", choices=[("", "All types"), *JobType.choices], required=False)
     status = forms.ChoiceField(label="Status", choices=[("", "All statuses"), *JobStatus.choices], required=False)
     page = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+
+
+# --- The webhooks page ---------------------------------------------------------------------------
+
+# The API's own rule for a webhook URL, so the test goes where a job could.
+_WEBHOOK_URL_RULE = HttpsUrlField()
+
+
+class WebhookTestForm(forms.Form):
+    url = forms.CharField(
+        label="Your endpoint's URL",
+        max_length=2048,
+        error_messages={"required": "Enter the HTTPS URL of your endpoint."},
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com/webhooks/notifyhub", "autocomplete": "url"}),
+    )
+
+    def clean_url(self) -> str:
+        try:
+            return str(_WEBHOOK_URL_RULE.to_internal_value(self.cleaned_data["url"].strip()))
+        except serializers.ValidationError:
+            raise forms.ValidationError("Enter a full HTTPS URL, such as https://example.com/webhooks.") from None

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -9,12 +11,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Account
-from accounts.selectors import configured_providers
+from accounts.selectors import configured_providers, signing_secret_get
+from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import InvalidRequest, NotFound, NotPermitted, SenderNotAllowed, SendingNotReady, UpstreamFailed
 from domains.services import sender_address
 from notifications import store
-from notifications.delivery.http import split_credentials
+from notifications.delivery.http import is_local_target, split_credentials
+from notifications.delivery.outcome import AttemptOutcome
+from notifications.delivery.webhook import build_headers
+from notifications.delivery.webhook import send as send_webhook
+from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType
 from notifications.queue import job_enqueue
 from notifications.selectors import parse_job_id
@@ -186,3 +193,61 @@ def job_retry(*, account: Account, job_id: str) -> Job:
         raise NotFound(NOT_RETRYABLE_MESSAGE)
     transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job
+
+
+LOCAL_URL_MESSAGE = "url must not point to a local or private network address"
+# A test answers while the holder's page waits: a shorter wait than a job's, and more of the answer shown.
+TEST_WEBHOOK_MAX_WAIT_SECONDS = 10
+TEST_WEBHOOK_EXCERPT_BYTES = 2048
+
+
+@dataclass(frozen=True)
+class WebhookTestResult:
+    """A sample event sent to a holder's URL, as the page shows it: what went out and what came back."""
+
+    url: str
+    sent_at: datetime
+    headers: dict[str, str]
+    body: str
+    outcome: AttemptOutcome
+
+    @property
+    def signature(self) -> str | None:
+        """The signature header sent, or None when the account has no signing secret."""
+        return self.headers.get("X-Webhook-Signature")
+
+
+def webhook_test_send(*, account: Account, url: str) -> WebhookTestResult:
+    """Sends a sample event to ``url`` now, as a job's delivery would go: the same client and
+    address rules, signed with the account's secret. No job is stored and no quota is spent."""
+    if not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS and is_local_target(url):
+        raise InvalidRequest(LOCAL_URL_MESSAGE)
+    sent_at = timezone.now()
+    webhook_id = f"test_{uuid.uuid4().hex}"
+    event = {
+        "type": "notifyhub.test",
+        "id": webhook_id,
+        "createdAt": iso_utc(sent_at),
+        "data": {"message": "A test webhook from NotifyHub: your endpoint received it."},
+    }
+    body = json_bytes(event)
+    headers = build_headers(
+        webhook_id=webhook_id,
+        attempt=1,
+        custom={},
+        body=body,
+        secret=signing_secret_get(account_id=account.pk),
+        now=int(sent_at.timestamp()),
+    )
+    outcome = send_webhook(
+        "POST",
+        url,
+        body=body,
+        headers=headers,
+        excerpt_bytes=TEST_WEBHOOK_EXCERPT_BYTES,
+        timeout_seconds=min(settings.WEBHOOK_TIMEOUT_SECONDS, TEST_WEBHOOK_MAX_WAIT_SECONDS),
+    )
+    masked_url, _ = split_credentials(url)
+    return WebhookTestResult(
+        url=masked_url, sent_at=sent_at, headers=dict(headers), body=body.decode(), outcome=outcome
+    )

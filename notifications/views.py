@@ -39,7 +39,13 @@ from notifications.serializers import (
     job_accepted,
     job_enum_field,
 )
-from notifications.services import REQUEUED_MESSAGE, email_job_create, job_retry, webhook_job_create
+from notifications.services import (
+    LOCAL_URL_MESSAGE,
+    REQUEUED_MESSAGE,
+    email_job_create,
+    job_retry,
+    webhook_job_create,
+)
 from providers.names import ProviderName
 
 WEBHOOK_METHODS = ["POST", "PUT", "PATCH", "DELETE"]
@@ -166,7 +172,7 @@ class SendWebhookView(SendView):
 
         def validate_url(self, url: str) -> str:
             if not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS and is_local_target(url):
-                raise serializers.ValidationError("url must not point to a local or private network address")
+                raise serializers.ValidationError(LOCAL_URL_MESSAGE)
             return url
 
         def validate_payload(self, payload: dict[str, Any]) -> dict[str, Any]:

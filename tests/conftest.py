@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+import django_ratelimit.core
 import pytest
 import redis
 import trustme
@@ -52,10 +53,23 @@ def _service_markers(request: pytest.FixtureRequest) -> None:
             _unavailable(f"Redis at REDIS_URL is unreachable: {error}")
 
 
+class _StillClock:
+    """What django-ratelimit reads for the time: one second for a whole test."""
+
+    def __init__(self) -> None:
+        self.now = float(int(time.time()))
+
+    def time(self) -> float:
+        return self.now
+
+
 @pytest.fixture(autouse=True)
-def _fresh_rate_limits() -> None:
+def _fresh_rate_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     reset_rate_limits()
     caches[settings.RATELIMIT_USE_CACHE].clear()
+    # Its fixed windows (sign-in, sign-up, test webhooks) end at any second: a test's burst of
+    # tries must not straddle the end of one and find its count back at zero.
+    monkeypatch.setattr(django_ratelimit.core, "time", _StillClock())
 
 
 @dataclass

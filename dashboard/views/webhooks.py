@@ -1,4 +1,4 @@
-"""The webhook signing secret and the providers' event tracking credentials."""
+"""The webhook signing secret, a test webhook, and the providers' event tracking credentials."""
 
 from __future__ import annotations
 
@@ -6,13 +6,31 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views import View
+from django_ratelimit.core import get_usage
 
+from accounts.models import Account
 from accounts.selectors import signing_secret_exists
 from accounts.services import signing_secret_delete, signing_secret_generate
 from core.errors import DomainError
+from dashboard.forms import WebhookTestForm
 from dashboard.views.base import HolderView, no_store
+from notifications.services import webhook_test_send
 from webhooks_inbound.selectors import receiver_urls, tracking_credentials_of
 from webhooks_inbound.services import postmark_password_generate, tracking_credential_set
+
+TESTS_PER_MINUTE = 10
+
+
+def _seconds_until_test_allowed(request: HttpRequest, account: Account) -> int:
+    """Counts this test; 0 while the account has sent at most TESTS_PER_MINUTE in the current minute."""
+    usage = get_usage(
+        request,
+        group="test-webhook",
+        key=lambda group, request: str(account.public_id),
+        rate=f"{TESTS_PER_MINUTE}/m",
+        increment=True,
+    )
+    return int(usage["time_left"]) if usage and usage["should_limit"] else 0
 
 
 class WebhooksView(HolderView, View):
@@ -33,7 +51,25 @@ class WebhooksView(HolderView, View):
             return no_store(self._page(request, new_postmark_password=postmark_password_generate(account=account)))
         elif action in ("set-sendgrid-key", "set-resend-secret"):
             return self._set_tracking_credential(request, action)
+        elif action == "send-test-webhook":
+            return self._send_test_webhook(request)
         return redirect("webhooks")
+
+    def _send_test_webhook(self, request: HttpRequest) -> HttpResponse:
+        form = WebhookTestForm(request.POST)
+        if not form.is_valid():
+            return self._page(request, test_form=form, status=400)
+        wait = _seconds_until_test_allowed(request, self.account)
+        if wait:
+            message = f"You have sent {TESTS_PER_MINUTE} test webhooks this minute. Try again in {wait} seconds."
+            form.add_error(None, message)
+            return self._page(request, test_form=form, status=429)
+        try:
+            result = webhook_test_send(account=self.account, url=form.cleaned_data["url"])
+        except DomainError as error:
+            form.add_error("url", error.message)
+            return self._page(request, test_form=form, status=400)
+        return self._page(request, test_form=form, test_result=result)
 
     def _set_tracking_credential(self, request: HttpRequest, action: str) -> HttpResponse:
         value = request.POST.get("value", "")
@@ -54,6 +90,8 @@ class WebhooksView(HolderView, View):
             "tracking": credentials,
             "errors": {},
             "values": {},
+            "test_form": WebhookTestForm(),
+            "tests_per_minute": TESTS_PER_MINUTE,
             **extra,
         }
         return render(request, self.template_name, context, status=status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from http import HTTPStatus
 
 import requests
@@ -24,13 +25,15 @@ EXCERPT_BYTES = 1024
 DRAIN_BYTES = 64 * 1024
 
 
-def build_headers(job: Job, *, attempt: int, body: bytes, secret: str | None, now: int) -> CaseInsensitiveDict[str]:
+def build_headers(
+    *, webhook_id: str, attempt: int, custom: Mapping[str, str], body: bytes, secret: str | None, now: int
+) -> CaseInsensitiveDict[str]:
     """Ours, then the customer's on top, then the ones a customer header may never replace."""
     headers: CaseInsensitiveDict[str] = CaseInsensitiveDict(
         {"Content-Type": "application/json", "User-Agent": USER_AGENT}
     )
-    headers.update(job.payload.get("headers") or {})
-    headers["X-Webhook-Id"] = str(job.id)
+    headers.update(custom)
+    headers["X-Webhook-Id"] = webhook_id
     headers["X-Webhook-Attempt"] = str(attempt)
     for name in ("X-Webhook-Timestamp", "X-Webhook-Signature"):
         headers.pop(name, None)
@@ -43,14 +46,38 @@ def build_headers(job: Job, *, attempt: int, body: bytes, secret: str | None, no
 def deliver_webhook(job: Job, *, attempt: int, signing_secret: str | None) -> AttemptOutcome:
     """One attempt; signed when the account has a signing secret (the claim read it with the job)."""
     body = json_bytes(job.payload["payload"])
-    headers = build_headers(job, attempt=attempt, body=body, secret=signing_secret, now=int(time.time()))
+    headers = build_headers(
+        webhook_id=str(job.id),
+        attempt=attempt,
+        custom=job.payload.get("headers") or {},
+        body=body,
+        secret=signing_secret,
+        now=int(time.time()),
+    )
+    return send(job.payload["method"], _url(job), body=body, headers=headers)
+
+
+def send(
+    method: str,
+    url: str,
+    *,
+    body: bytes,
+    headers: Mapping[str, str],
+    excerpt_bytes: int = EXCERPT_BYTES,
+    timeout_seconds: int | None = None,
+) -> AttemptOutcome:
+    """One request through the webhook client, judged as a delivery attempt (``timeout_seconds``
+    defaults to WEBHOOK_TIMEOUT_SECONDS)."""
+    timeout = timeout_seconds or settings.WEBHOOK_TIMEOUT_SECONDS
     started = time.monotonic()
     try:
-        response = webhook_session().request(job.payload["method"], _url(job), data=body, headers=headers, stream=True)
+        response = webhook_session().request(
+            method, url, data=body, headers=headers, stream=True, timeout=(timeout, timeout)
+        )
     except requests.RequestException as error:
-        return _network_failure(error, duration_ms=elapsed_ms(started))
+        return _network_failure(error, duration_ms=elapsed_ms(started), timeout_seconds=timeout)
     try:
-        excerpt = _read_excerpt(response)
+        excerpt = _read_excerpt(response, excerpt_bytes)
     finally:
         response.close()
     return _classify(response.status_code, response.reason, excerpt, duration_ms=elapsed_ms(started))
@@ -61,12 +88,12 @@ def _url(job: Job) -> str:
     return with_credentials(url, decrypt(job.url_credentials)) if job.url_credentials else url
 
 
-def _read_excerpt(response: requests.Response) -> str:
+def _read_excerpt(response: requests.Response, excerpt_bytes: int) -> str:
     try:
         head = response.raw.read(DRAIN_BYTES, decode_content=True) or b""
     except (requests.RequestException, OSError, ValueError):
         head = b""
-    return head[:EXCERPT_BYTES].decode("utf-8", errors="replace")
+    return head[:excerpt_bytes].decode("utf-8", errors="replace")
 
 
 def _status_text(status: int, reason: str | None) -> str:
@@ -89,9 +116,9 @@ def _classify(status: int, reason: str | None, excerpt: str, *, duration_ms: int
     return AttemptOutcome.failure(message, retryable=status >= 500, **details)
 
 
-def _network_failure(error: requests.RequestException, *, duration_ms: int) -> AttemptOutcome:
+def _network_failure(error: requests.RequestException, *, duration_ms: int, timeout_seconds: int) -> AttemptOutcome:
     if isinstance(error, InvalidIPAddress):
         message = f"Refused: the URL resolves to a non-public address ({error.args[0]})"
         return AttemptOutcome.failure(message, retryable=False, duration_ms=duration_ms)
-    message = describe_network_error(error, timeout_seconds=settings.WEBHOOK_TIMEOUT_SECONDS)
+    message = describe_network_error(error, timeout_seconds=timeout_seconds)
     return AttemptOutcome.failure(message, retryable=True, duration_ms=duration_ms)

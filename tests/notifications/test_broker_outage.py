@@ -46,6 +46,8 @@ def test_the_first_send_after_an_outage_reaches_the_broker(
     monkeypatch: pytest.MonkeyPatch, broker_messages: Callable[[], list[dict[str, Any]]], caplog: Any
 ) -> None:
     job_id = uuid4()
+    # This thread's producers from earlier tests speak to the real broker: start without one.
+    monkeypatch.setattr(queue, "_thread", threading.local())
     with monkeypatch.context() as outage:
         outage.setattr(queue, "app", Celery("unreachable", broker="redis://127.0.0.1:1/0", set_as_current=False))
         queue.app.conf.broker_connection_timeout = 0.5
