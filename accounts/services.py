@@ -71,6 +71,18 @@ def account_delete(*, account: Account) -> None:
     account.user.save(update_fields=["is_active"])
 
 
+@transaction.atomic
+def account_restore(*, account: Account) -> Account:
+    """Undoes a soft delete: the holder signs in again and the same API key works, as nothing was revoked."""
+    if account.deleted_at is None and account.user.is_active:
+        raise Conflict("This account is not deleted")
+    account.deleted_at = None
+    account.save(update_fields=["deleted_at"])
+    account.user.is_active = True
+    account.user.save(update_fields=["is_active"])
+    return account
+
+
 def account_set_plan(*, account: Account, plan: str) -> Account:
     """Moves the account to ``plan``; a new plan starts a new billing cycle today."""
     account.plan = plan

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "domains",
     "webhooks_inbound",
     "dashboard",
+    "staff",
 ]
 
 MIDDLEWARE = [

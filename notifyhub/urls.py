@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/v1/user/jobs/<str:job_id>", UserJobDetailView.as_view(), name="user-job-detail"),
     path("api/v1/user/jobs/<str:job_id>/retry", UserJobRetryView.as_view(), name="user-job-retry"),
     path("api/v1/webhooks/", include("webhooks_inbound.urls")),
+    path("api/v1/admin/", include("staff.urls")),
     path("api/v1/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     re_path(r"^api/(?P<path>.*)$", api_not_found),

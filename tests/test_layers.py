@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL, CORE, PROVIDERS = "notifyhub", "core", "providers"
-APPS = ("accounts", "notifications", "domains", "webhooks_inbound", "dashboard")
+APPS = ("accounts", "notifications", "domains", "webhooks_inbound", "dashboard", "staff")
 LAYER = {SHELL: 0, **dict.fromkeys(APPS, 1), CORE: 2, PROVIDERS: 3}
 # What one app may take from another: its models and what it does, never how it speaks HTTP.
 # (``management``: the operators' commands find an account by email the same way in every app.)

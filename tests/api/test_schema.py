@@ -18,6 +18,7 @@ from tests.clients import APIClient
 
 KEY_ONLY = [{"ApiKeyAuth": []}, {"BearerAuth": []}]
 ACCOUNT_HOLDER = [{"ApiKeyAuth": []}, {"BearerAuth": []}, {"cookieAuth": []}]
+STAFF = [{"cookieAuth": []}]
 EVERY_CALLER = {400, 401, 403, 429}  # both key headers, no or a bad key, an inactive account, the rate limit
 WITH_BODY = {411, 413, 415}
 
@@ -39,6 +40,8 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/user/domain", "delete"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
     ("/api/v1/user/domain/request", "post"): (ACCOUNT_HOLDER, EVERY_CALLER | WITH_BODY | {409, 502}),
     ("/api/v1/user/domain/verify", "post"): (ACCOUNT_HOLDER, EVERY_CALLER | {404, 411}),
+    ("/api/v1/admin/users/{user_id}/restore", "post"): (STAFF, {403, 404, 409, 411}),
+    ("/api/v1/admin/users/{user_id}/permanent", "delete"): (STAFF, {403, 404}),
 }
 # Operations with a body: its component, its properties and the required ones.
 REQUEST_BODIES = {

@@ -1,0 +1,117 @@
+"""The admin endpoints: staff only, through the Django admin's session and its CSRF token."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAdminUser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.models import Account
+from accounts.services import account_restore
+from core.api.envelope import iso_utc
+from core.api.schema import error_responses
+from core.api.views import ApiView
+from core.errors import NotFound
+from staff.selectors import account_of_user
+from staff.services import account_erase
+
+SIGN_IN_REQUIRED = "Sign in to the admin as staff first; API keys are not accepted here"
+STAFF_ONLY = "Staff only"
+USER_NOT_FOUND = "User not found"
+STAFF_ERRORS = error_responses(
+    403,
+    404,
+    descriptions={
+        403: "No staff session (API keys are not accepted), a user who is not staff, or a missing CSRF token.",
+        404: "No user with this id has a NotifyHub account.",
+    },
+)
+
+
+class StaffApiView(ApiView):
+    """Signed in to the admin as staff; with a session, a POST or DELETE also needs the CSRF token."""
+
+    authentication_classes = [SessionAuthentication]
+    permission_classes = [IsAdminUser]
+
+    def permission_denied(self, request: Request, message: str | None = None, code: str | None = None) -> NoReturn:
+        # DRF would answer a missing session with its own words; these name the way in. (Without one,
+        # request.user is None: the API sets no anonymous user.)
+        signed_in = request.user is not None and request.user.is_authenticated
+        raise PermissionDenied(STAFF_ONLY if signed_in else SIGN_IN_REQUIRED)
+
+    @staticmethod
+    def account(user_id: int) -> Account:
+        account = account_of_user(user_id=user_id)
+        if account is None:
+            raise NotFound(USER_NOT_FOUND)
+        return account
+
+
+class RestoreUserView(StaffApiView):
+    @extend_schema(
+        summary="Restore a deleted user (staff)",
+        description="Undoes a soft delete: the user can sign in again and the account's API key works again.",
+        request=None,
+        responses={
+            200: inline_serializer(
+                "RestoredUser",
+                {
+                    "userId": serializers.IntegerField(),
+                    "email": serializers.CharField(),
+                    "isActive": serializers.BooleanField(),
+                    "deletedAt": serializers.DateTimeField(allow_null=True),
+                },
+            ),
+            **STAFF_ERRORS,
+            **error_responses(411, 409, descriptions={409: "The user's account is not deleted."}),
+        },
+    )
+    def post(self, request: Request, user_id: int) -> Response:
+        account = account_restore(account=self.account(user_id))
+        user = account.user
+        deleted_at = iso_utc(account.deleted_at) if account.deleted_at else None
+        return Response({"userId": user.pk, "email": user.email, "isActive": user.is_active, "deletedAt": deleted_at})
+
+
+class EraseUserView(StaffApiView):
+    @extend_schema(
+        summary="Delete a user and all their data for good (staff)",
+        description=(
+            "Removes the user, the account, its API and provider keys, jobs, delivery logs, events and sending "
+            "domain (at every provider too): irreversible. The database part is one transaction. `deleted` counts "
+            "what went; `warnings` names each provider that could not remove the domain."
+        ),
+        request=None,
+        responses={
+            200: inline_serializer(
+                "ErasedUser",
+                {
+                    "userId": serializers.IntegerField(),
+                    "email": serializers.CharField(),
+                    "deleted": serializers.DictField(child=serializers.IntegerField()),
+                    "warnings": inline_serializer(
+                        "ProviderWarning",
+                        {"provider": serializers.CharField(), "reason": serializers.CharField()},
+                        many=True,
+                    ),
+                },
+            ),
+            **STAFF_ERRORS,
+        },
+    )
+    def delete(self, request: Request, user_id: int) -> Response:
+        erased = account_erase(account=self.account(user_id))
+        body: dict[str, Any] = {
+            "userId": user_id,
+            "email": erased.email,
+            "deleted": erased.contents.as_dict(),
+            "warnings": erased.warnings,
+        }
+        return Response(body)
