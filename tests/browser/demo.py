@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
+from uuid import UUID
 
 from django.utils import timezone
 
@@ -13,14 +15,42 @@ from accounts.plans import Plan
 from accounts.selectors import current_period
 from accounts.services import account_create, provider_key_set, signing_secret_generate
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
-from notifications.models import JobStatus, JobType
-from tests.factories import FailedJobFactory, JobFactory
+from notifications.models import DailyTally, DeliveryStatus, JobStatus, JobType
+from tests.factories import DeliveryLogFactory, JobFactory
 from webhooks_inbound.services import postmark_password_generate
 
 DEMO_EMAIL = "ada@example.com"
 DEMO_PASSWORD = "correct-horse-battery-staple"
 DEMO_DOMAIN = "example.com"
 WEBHOOKS_USED = 3_214
+# The failed email job whose page pages.py shows: a fixed id, so the page's path is known before the data.
+DEMO_JOB_ID = UUID("7d3c1b8e-2f4a-4c6d-9e0b-5a1f3c7e9d24")
+
+# Delivery attempts (DeliveryLog fields) the demo's jobs made.
+WEBHOOK_200 = {"status": DeliveryStatus.SUCCESS, "response_status": 200, "duration_ms": 87, "error_message": None}
+WEBHOOK_502 = {"response_status": 502, "duration_ms": 2013, "error_message": "502 Bad Gateway"}
+WEBHOOK_503 = {"response_status": 503, "duration_ms": 41, "error_message": "503 Service Unavailable"}
+SENDGRID_202 = {
+    "status": DeliveryStatus.SUCCESS,
+    "used_provider": "SENDGRID",
+    "response_status": 202,
+    "duration_ms": 184,
+    "error_message": None,
+}
+SENDGRID_503 = {
+    "used_provider": "SENDGRID",
+    "response_status": 503,
+    "duration_ms": 1840,
+    "error_message": "SendGrid answered 503: Service Unavailable",
+    "response_excerpt": '{"errors":[{"message":"The service is temporarily unavailable, please try again later."}]}',
+}
+POSTMARK_422 = {
+    "used_provider": "POSTMARK",
+    "response_status": 422,
+    "duration_ms": 312,
+    "error_message": "Postmark answered 422: billing@em.example.com is not a confirmed Sender Signature",
+    "response_excerpt": '{"ErrorCode":400,"Message":"The \'From\' address you supplied is not a Sender Signature."}',
+}
 
 DEMO_RECORDS = {
     "SENDGRID": [
@@ -58,6 +88,7 @@ def demo_holder_create(*, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD
     signing_secret_generate(account=account)
     postmark_password_generate(account=account)
     _jobs(account)
+    _daily_tallies(account)
     UsagePeriod.objects.update_or_create(
         account=account, period_start=current_period(account)[0], defaults={"used": WEBHOOKS_USED}
     )
@@ -79,14 +110,77 @@ def _verified_domain(account: Account) -> None:
 
 
 def _jobs(account: Account) -> None:
-    now = timezone.now()
-    JobFactory.create_batch(3, account=account, status=JobStatus.COMPLETED, attempts=1, completed_at=now)
-    JobFactory(
-        account=account,
+    """A list with every status, newest first: each job's attempts are its delivery logs."""
+    _job(account, minutes_ago=2, type=JobType.EMAIL, payload=_email("Welcome to Acme"))
+    _job(
+        account,
+        minutes_ago=4,
+        status=JobStatus.PROCESSING,
+        next_attempt_at=timezone.now() + timedelta(minutes=3),
+        attempts=[WEBHOOK_502],
+    )
+    _job(
+        account,
+        minutes_ago=9,
+        id=DEMO_JOB_ID,
+        type=JobType.EMAIL,
+        status=JobStatus.FAILED,
+        payload=_email("Your invoice for March"),
+        provider="SENDGRID",
+        fallback="POSTMARK",
+        attempts=[SENDGRID_503, SENDGRID_503, POSTMARK_422],
+    )
+    _job(
+        account,
+        minutes_ago=15,
         type=JobType.EMAIL,
         status=JobStatus.COMPLETED,
-        attempts=1,
-        completed_at=now,
-        payload={"to": "grace@example.com", "subject": "Your receipt", "body": "<p>Thanks!</p>"},
+        payload=_email("Your receipt"),
+        attempts=[SENDGRID_202],
     )
-    FailedJobFactory(account=account, completed_at=now - timedelta(minutes=5))
+    for minutes_ago in (20, 35, 50):
+        _job(account, minutes_ago=minutes_ago, status=JobStatus.COMPLETED, attempts=[WEBHOOK_200])
+    _job(account, minutes_ago=70, status=JobStatus.FAILED, attempts=[WEBHOOK_503] * 3)
+    _job(
+        account,
+        minutes_ago=95,
+        type=JobType.EMAIL,
+        status=JobStatus.COMPLETED,
+        payload=_email("Reset your password"),
+        attempts=[SENDGRID_202],
+    )
+
+
+def _email(subject: str) -> dict[str, str]:
+    return {"to": "grace@example.com", "subject": subject, "body": f"<p>{subject}</p>"}
+
+
+def _job(account: Account, *, minutes_ago: int, attempts: Sequence[dict[str, Any]] = (), **fields: Any) -> None:
+    """A job created ``minutes_ago``, one attempt a minute; a finished job ends with its last attempt."""
+    created = timezone.now() - timedelta(minutes=minutes_ago)
+    tried = [created + timedelta(minutes=number) for number in range(1, len(attempts) + 1)]
+    finished = tried[-1] if fields.get("status") in (JobStatus.COMPLETED, JobStatus.FAILED) else None
+    job = JobFactory(
+        account=account,
+        created_at=created,
+        attempts=len(attempts),
+        started_at=tried[0] if tried else None,
+        completed_at=finished,
+        finished_at=finished,
+        error_message=attempts[-1]["error_message"] if fields.get("status") == JobStatus.FAILED else None,
+        **fields,
+    )
+    for number, (attempt, at) in enumerate(zip(attempts, tried, strict=True), start=1):
+        DeliveryLogFactory(job=job, attempt=number, created_at=at, **attempt)
+
+
+def _daily_tallies(account: Account) -> None:
+    """30 days of figures for the home page's chart, none of them empty."""
+    today = timezone.now().astimezone(UTC).date()
+    for days_ago in range(30):
+        DailyTally.objects.create(
+            account=account,
+            day=today - timedelta(days=days_ago),
+            completed=40 + (days_ago * 37) % 50,
+            failed=(days_ago * 5) % 7,
+        )

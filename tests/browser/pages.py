@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from playwright.sync_api import Page, expect
 
+from tests.browser.demo import DEMO_JOB_ID
+
 
 def _show_new_api_key(page: Page) -> None:
     page.get_by_role("button", name="Regenerate API key").click()
@@ -31,6 +33,8 @@ PAGES = [
     PageSpec("login", "/login/", signed_in=False),
     PageSpec("password-reset", "/password-reset/", signed_in=False),
     PageSpec("dashboard", "/dashboard/", signed_in=True),
+    PageSpec("jobs", "/dashboard/jobs/", signed_in=True),
+    PageSpec("job", f"/dashboard/jobs/{DEMO_JOB_ID}/", signed_in=True),
     PageSpec("api-key", "/dashboard/api-key/", signed_in=True, then=_show_new_api_key),
     PageSpec("providers", "/dashboard/providers/", signed_in=True),
     PageSpec("domain", "/dashboard/domain/", signed_in=True),

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import requests
 from django.core import mail
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
+
+from notifications.services import REQUEUED_MESSAGE
 
 CONFIRMATION_LINK = re.compile(r"https?://\S+/signup/confirm/\S+/\S+/")
 
@@ -124,3 +126,43 @@ def request_domain(page: Page, name: str) -> None:
 def verify_domain(page: Page) -> None:
     page.goto("/dashboard/domain/")
     page.get_by_role("button", name="Verify").click()
+
+
+def filter_jobs(page: Page, *, type: str, status: str) -> None:
+    """Chooses the jobs page's filters by their option labels ("All types", "Email", "Failed"...) and filters."""
+    page.goto("/dashboard/jobs/")
+    page.get_by_label("Type", exact=True).select_option(label=type)
+    page.get_by_label("Status", exact=True).select_option(label=status)
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(r"/dashboard/jobs/\?"))
+
+
+def expect_filters(page: Page, *, type: str, status: str) -> None:
+    """The selects show these values ("" for all)."""
+    expect(page.get_by_label("Type", exact=True)).to_have_value(type)
+    expect(page.get_by_label("Status", exact=True)).to_have_value(status)
+
+
+def listed_jobs(page: Page) -> Locator:
+    """The job ids of the page's jobs table, in its order: each is the link to the job's page."""
+    return page.get_by_role("table").get_by_role("link")
+
+
+def open_job(page: Page, job_id: str, *, listed_on: str = "/dashboard/jobs/") -> None:
+    """Clicks the job in the list of ``listed_on``, to the job's page."""
+    page.goto(listed_on)
+    page.get_by_role("link", name=job_id, exact=True).click()
+    expect(page).to_have_url(re.compile(rf"/dashboard/jobs/{job_id}/$"))
+    expect(job_field(page, "Job id")).to_have_text(job_id)
+
+
+def job_field(page: Page, name: str) -> Locator:
+    """A field of the job's page: the definition after the term ``name``."""
+    term = page.get_by_role("term").filter(has_text=re.compile(rf"^{re.escape(name)}$"))
+    return term.locator("xpath=following-sibling::dd[1]")
+
+
+def retry_job(page: Page) -> None:
+    """Presses Retry on a failed job's page; it comes back to the page with the notice."""
+    page.get_by_role("button", name="Retry").click()
+    expect(page.get_by_role("status")).to_have_text(REQUEUED_MESSAGE)

@@ -1,0 +1,189 @@
+"""The holder's jobs in a real browser: the list's filters and pages, a job's page, Retry, and the home page."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import Locator, Page, expect
+
+from accounts.models import Account
+from accounts.plans import Plan
+from accounts.services import account_create
+from notifications.models import DailyTally, DeliveryStatus, Job, JobStatus, JobType
+from tests.browser.walk import expect_filters, filter_jobs, job_field, listed_jobs, open_job, retry_job
+from tests.factories import DeliveryLogFactory, FailedJobFactory, JobFactory
+
+pytestmark = pytest.mark.browser
+
+PER_PAGE = 25  # dashboard.views.jobs.JOBS_PER_PAGE, as the holder counts the rows
+
+
+@pytest.fixture
+def holder(sign_in_as: Callable[[Any], None]) -> Account:
+    """A signed-in holder with no jobs yet."""
+    account, _api_key = account_create(email="grace@example.com", plan=Plan.FREE, password="plum-orchard-lantern-42")
+    sign_in_as(account.user)
+    return account
+
+
+@pytest.fixture
+def stranger() -> Account:
+    """Another account, with a failed email job of its own: it must never show on the holder's pages."""
+    account, _api_key = account_create(email="mallory@example.com", plan=Plan.FREE)
+    FailedJobFactory(account=account, type=JobType.EMAIL, payload={"to": "x@example.com", "subject": "Not yours"})
+    return account
+
+
+def newest_first(jobs: list[Job]) -> list[str]:
+    return [str(job.id) for job in sorted(jobs, key=lambda job: (job.created_at, job.id), reverse=True)]
+
+
+def query(page: Page) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query, keep_blank_values=True)
+
+
+def attempts_table(page: Page) -> Locator:
+    """The data rows of the job page's delivery attempts."""
+    section = page.locator("section").filter(has=page.get_by_role("heading", name="Delivery attempts"))
+    return section.get_by_role("row").filter(has=page.get_by_role("cell"))
+
+
+def test_the_type_and_status_filters_show_exactly_the_matching_jobs(
+    page: Page, holder: Account, stranger: Account
+) -> None:
+    failed_emails = FailedJobFactory.create_batch(2, account=holder, type=JobType.EMAIL)
+    others = [
+        JobFactory(account=holder, type=JobType.EMAIL, status=JobStatus.COMPLETED, attempts=1),
+        JobFactory(account=holder, type=JobType.EMAIL, status=JobStatus.PENDING),
+        *FailedJobFactory.create_batch(2, account=holder, type=JobType.WEBHOOK),
+        JobFactory(account=holder, type=JobType.WEBHOOK, status=JobStatus.COMPLETED, attempts=1),
+        JobFactory(account=holder, type=JobType.WEBHOOK, status=JobStatus.PROCESSING, attempts=1),
+    ]
+
+    filter_jobs(page, type="Email", status="Failed")
+
+    expect(listed_jobs(page)).to_have_text(newest_first(failed_emails))
+    assert query(page) == {"type": ["email"], "status": ["failed"]}
+    expect_filters(page, type="email", status="failed")
+
+    page.get_by_role("link", name="Show all jobs").click()
+
+    expect(listed_jobs(page)).to_have_text(newest_first(failed_emails + others))
+    expect_filters(page, type="", status="")
+    expect(page.get_by_role("link", name="Show all jobs")).to_have_count(0)
+
+
+def test_older_and_newer_page_through_the_filtered_jobs(page: Page, holder: Account) -> None:
+    failed_webhooks = FailedJobFactory.create_batch(PER_PAGE + 3, account=holder, type=JobType.WEBHOOK)
+    # Newer than every failed webhook: a page that lost the filters would start with these.
+    JobFactory.create_batch(2, account=holder, type=JobType.WEBHOOK, status=JobStatus.COMPLETED)
+    FailedJobFactory(account=holder, type=JobType.EMAIL)
+    expected = newest_first(failed_webhooks)
+
+    filter_jobs(page, type="Webhook", status="Failed")
+    expect(listed_jobs(page)).to_have_text(expected[:PER_PAGE])
+    expect(page.get_by_role("link", name="← Newer")).to_have_count(0)
+
+    page.get_by_role("link", name="Older →").click()
+    expect(listed_jobs(page)).to_have_text(expected[PER_PAGE:])
+    assert query(page) == {"type": ["webhook"], "status": ["failed"], "page": ["2"]}
+    expect_filters(page, type="webhook", status="failed")
+    expect(page.get_by_role("link", name="Older →")).to_have_count(0)
+
+    page.get_by_role("link", name="← Newer").click()
+    expect(listed_jobs(page)).to_have_text(expected[:PER_PAGE])
+    assert query(page) == {"type": ["webhook"], "status": ["failed"], "page": ["1"]}
+    expect_filters(page, type="webhook", status="failed")
+
+
+def test_a_jobs_page_shows_its_payload_attempts_and_next_attempt(page: Page, holder: Account) -> None:
+    next_attempt = datetime(2031, 5, 4, 10, 30, 15, tzinfo=UTC)
+    job = JobFactory(
+        account=holder,
+        type=JobType.EMAIL,
+        status=JobStatus.PROCESSING,
+        attempts=1,
+        next_attempt_at=next_attempt,
+        payload={"to": "ada@example.com", "subject": "Your receipt", "body": "<p>Thanks!</p>"},
+    )
+    DeliveryLogFactory(
+        job=job,
+        attempt=1,
+        used_provider="SENDGRID",
+        response_status=503,
+        duration_ms=1234,
+        error_message="SendGrid answered 503: Service Unavailable",
+        created_at=datetime(2031, 5, 4, 10, 29, 45, tzinfo=UTC),
+    )
+
+    open_job(page, str(job.id))
+
+    expect(page.get_by_role("heading", level=1)).to_have_text("Email job")
+    expect(job_field(page, "Status")).to_have_text("processing waiting to retry")
+    expect(job_field(page, "Attempts")).to_have_text("1 of 3")
+    expect(job_field(page, "Next attempt")).to_have_text("2031-05-04 10:30:15 UTC")
+    payload = page.locator("section").filter(has=page.get_by_role("heading", name="Payload")).locator("pre")
+    expect(payload).to_contain_text('"subject": "Your receipt"')
+    expect(payload).to_contain_text('"body": "<p>Thanks!</p>"')
+    expect(attempts_table(page)).to_have_count(1)
+    error = "SendGrid answered 503: Service Unavailable"
+    expect(attempts_table(page).get_by_role("cell")).to_have_text(
+        ["1", "2031-05-04 10:29:45", "failed", "SENDGRID", "503", "1234 ms", error]
+    )
+    expect(page.get_by_role("heading", name="Provider events")).to_be_visible()
+    expect(page.get_by_role("button", name="Retry")).to_have_count(0)
+
+
+def test_retry_requeues_a_failed_job(page: Page, holder: Account) -> None:
+    job = FailedJobFactory(account=holder, type=JobType.WEBHOOK, completed_at=timezone.now())
+    for attempt in range(1, job.attempts + 1):
+        DeliveryLogFactory(job=job, attempt=attempt, status=DeliveryStatus.FAILED)
+    open_job(page, str(job.id))
+    expect(job_field(page, "Status")).to_have_text("failed")
+
+    retry_job(page)
+
+    expect(page).to_have_url(re.compile(rf"/dashboard/jobs/{job.id}/$"))
+    expect(job_field(page, "Status")).to_have_text("pending")
+    expect(job_field(page, "Attempts")).to_have_text("0 of 3")
+    expect(page.get_by_role("button", name="Retry")).to_have_count(0)
+    expect(attempts_table(page)).to_have_count(3)  # the logs stay
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.error_message, job.completed_at) == (JobStatus.PENDING, 0, None, None)
+
+
+def test_another_accounts_job_is_not_found(page: Page, holder: Account, stranger: Account) -> None:
+    theirs = Job.objects.get(account=stranger)
+
+    response = page.goto(f"/dashboard/jobs/{theirs.id}/")
+
+    assert response is not None
+    assert response.status == 404
+    expect(page.get_by_role("heading", name="Not Found")).to_be_visible()
+    expect(page.get_by_text("Not yours")).to_have_count(0)
+
+
+def test_the_home_page_charts_the_last_30_days_and_links_the_recent_jobs(page: Page, holder: Account) -> None:
+    today = timezone.now().astimezone(UTC).date()
+    DailyTally.objects.create(account=holder, day=today, completed=7, failed=3)
+    DailyTally.objects.create(account=holder, day=today - timedelta(days=29), completed=2, failed=0)
+    DailyTally.objects.create(account=holder, day=today - timedelta(days=30), completed=50, failed=50)  # too old
+    jobs = JobFactory.create_batch(7, account=holder, status=JobStatus.COMPLETED, attempts=1)
+    recent = newest_first(jobs)[:5]
+
+    page.goto("/dashboard/")
+
+    chart = page.get_by_role("img", name="Last 30 days: 9 completed, 3 failed", exact=True)
+    expect(chart).to_be_visible()
+    assert chart.evaluate("element => element.tagName") == "svg"
+    expect(chart.locator("rect.completed")).to_have_count(2)
+    expect(chart.locator("rect.failed")).to_have_count(1)
+    expect(listed_jobs(page)).to_have_text(recent)
+
+    open_job(page, recent[-1], listed_on="/dashboard/")
