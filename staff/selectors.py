@@ -7,6 +7,17 @@ from domains.models import DomainRegistration, SenderDomain
 from notifications.models import DeliveryLog, Job
 from webhooks_inbound.models import EmailEvent
 
+# For people, in the order of AccountContents' fields.
+LABELS = [
+    ("job", "jobs"),
+    ("delivery log", "delivery logs"),
+    ("event", "events"),
+    ("sending domain", "sending domains"),
+    ("domain registration", "domain registrations"),
+    ("API key", "API keys"),
+    ("provider key", "provider keys"),
+]
+
 
 @dataclass(frozen=True)
 class AccountContents:
@@ -19,6 +30,11 @@ class AccountContents:
     domain_registrations: int
     api_keys: int
     provider_keys: int
+
+    def summary(self) -> str:
+        """``1 job, 3 delivery logs, ...``: for people."""
+        counts = zip(self.as_dict().values(), LABELS, strict=True)
+        return ", ".join(f"{count} {singular if count == 1 else plural}" for count, (singular, plural) in counts)
 
     def as_dict(self) -> dict[str, int]:
         return {
