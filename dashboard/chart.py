@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from notifications.selectors import DayOutcomes
 
 WIDTH, HEIGHT = 600, 180
-# Room under the bars for the date labels and beside them for the scale.
-PLOT_LEFT, PLOT_BOTTOM, PLOT_TOP = 36, 156, 8
+# Room under the bars for the date labels and above them for the scale's top, which is written at the
+# left end of its line: beside the bars it would need room for any number of digits.
+PLOT_LEFT, PLOT_BOTTOM, PLOT_TOP = 2, 156, 24
 PLOT_HEIGHT = PLOT_BOTTOM - PLOT_TOP
 BAR_GAP = 0.25  # the share of each day's slot left empty between bars
 LABEL_EVERY = 7  # days between date labels; the last day is always labelled
@@ -35,6 +36,8 @@ class Bar:
 class Label:
     x: float
     text: str
+    # The last day's label ends at the bar's right edge, so it stays inside the drawing.
+    anchor: str = "middle"
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,9 @@ def outcome_chart(days: Sequence[DayOutcomes]) -> OutcomeChart:
                 title=f"{day.day:%b} {day.day.day}: {day.completed} completed, {day.failed} failed",
             )
         )
-        if (len(days) - 1 - index) % LABEL_EVERY == 0:
+        if index == len(days) - 1:
+            labels.append(Label(x=round(x + slot, 1), text=f"{day.day:%b} {day.day.day}", anchor="end"))
+        elif (len(days) - 1 - index) % LABEL_EVERY == 0:
             labels.append(Label(x=round(x + slot / 2, 1), text=f"{day.day:%b} {day.day.day}"))
     return OutcomeChart(
         width=WIDTH,

@@ -28,7 +28,8 @@ class JobsView(HolderView, View):
     def get(self, request: HttpRequest) -> HttpResponse:
         form = JobFilterForm(request.GET)
         if not form.is_valid():
-            return render(request, self.template_name, {"form": form, "jobs": []}, status=400)
+            context = {"form": form, "jobs": [], "page": 1, "filtered": True}
+            return render(request, self.template_name, context, status=400)
         page = form.cleaned_data["page"] or 1
         jobs, has_next = job_page(
             account=self.account,

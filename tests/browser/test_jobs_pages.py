@@ -134,7 +134,7 @@ def test_a_jobs_page_shows_its_payload_attempts_and_next_attempt(page: Page, hol
     expect(attempts_table(page)).to_have_count(1)
     error = "SendGrid answered 503: Service Unavailable"
     expect(attempts_table(page).get_by_role("cell")).to_have_text(
-        ["1", "2031-05-04 10:29:45", "failed", "SENDGRID", "503", "1234 ms", error]
+        ["1", "2031-05-04 10:29:45", "failed", "SendGrid", "503", "1234 ms", error]
     )
     expect(page.get_by_role("heading", name="Provider events")).to_be_visible()
     expect(page.get_by_role("button", name="Retry")).to_have_count(0)

@@ -54,9 +54,12 @@ def test_the_home_page_charts_30_days_of_completed_and_failed_jobs(holder: Holde
     assert "Last 30 days: 9 completed, 3 failed" in html
     assert html.count('<g class="day">') == 30
     # The tallest day, 10 jobs, fills the scale: 7 completed below 3 failed.
-    assert re.search(r'class="completed" x="[\d.]+" y="52.4" width="[\d.]+" height="103.6"', html)
-    assert re.search(r'class="failed" x="[\d.]+" y="8.0" width="[\d.]+" height="44.4"', html)
+    assert re.search(r'class="completed" x="[\d.]+" y="63.6" width="[\d.]+" height="92.4"', html)
+    assert re.search(r'class="failed" x="[\d.]+" y="24.0" width="[\d.]+" height="39.6"', html)
+    assert ">10 a day</text>" in html
     assert "Completed: 9" in page_text(page)
+    # Today's date ends at the drawing's right edge instead of running past it.
+    assert f'x="600.0" y="174" text-anchor="end">{today:%b} {today.day}</text>' in html
 
 
 def test_the_home_page_lists_the_five_newest_jobs(holder: Holder, free: Client) -> None:
@@ -166,6 +169,7 @@ def test_a_bad_filter_is_400_and_says_why(holder: Holder, query: dict[str, str],
 
     assert page.status_code == 400
     assert message in page_text(page)
+    assert "Show all jobs" in page_text(page)
     assert listed_ids(page) == []
 
 
@@ -227,8 +231,8 @@ def test_an_email_jobs_page_shows_its_provider_and_events(holder: Holder) -> Non
 
     text = page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
 
-    assert "success POSTMARK 200" in text
-    assert "OPENED POSTMARK" in text
+    assert "success Postmark 200" in text
+    assert "OPENED Postmark" in text
     assert text.count("ada@example.com") == 2  # the payload's "to" and the event's recipient
 
 
@@ -236,7 +240,9 @@ def test_another_accounts_job_and_a_bad_id_are_404(holder: Holder, free: Client)
     browser, _ = holder
     theirs = FailedJobFactory(account=free.account)
 
-    assert browser.get(f"/dashboard/jobs/{theirs.id}/").status_code == 404
+    page = browser.get(f"/dashboard/jobs/{theirs.id}/")
+    assert page.status_code == 404
+    assert "Page not found There is nothing at this address, or it belongs to another account." in page_text(page)
     assert browser.post(f"/dashboard/jobs/{theirs.id}/retry/").status_code == 404
     assert browser.get("/dashboard/jobs/not-a-job/").status_code == 404
     assert Job.objects.get(id=theirs.id).status == JobStatus.FAILED
