@@ -1,0 +1,328 @@
+"""The Django admin as staff's console: accounts with their actions, jobs, domains and events.
+
+Every change goes through the services the API and the commands use, never a bare save, and
+nothing secret is shown: API keys by their hint, provider keys by name, no signing secret,
+tracking credential or webhook URL credentials.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from accounts.models import Account, ApiKey, ProviderKey, UsagePeriod
+from accounts.plans import Plan
+from accounts.selectors import current_period
+from accounts.services import (
+    account_delete,
+    account_restore,
+    account_set_monthly_limit,
+    account_set_plan,
+    usage_reset,
+)
+from core.errors import DomainError
+from domains.models import DomainRegistration, SenderDomain
+from notifications.models import DeliveryLog, Job, JobStatus
+from notifications.services import job_retry
+from staff.selectors import account_contents
+from staff.services import account_erase
+from webhooks_inbound.models import EmailEvent
+
+ACTION_TEMPLATE = "admin/staff/account_action.html"
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+# --- Accounts -------------------------------------------------------------------------------------
+
+
+class ApiKeyInline(ReadOnlyInline):
+    model = ApiKey
+    fields = readonly_fields = ("hint", "created_at", "revoked_at")
+
+
+class ProviderKeyInline(ReadOnlyInline):
+    model = ProviderKey
+    # Keys stay encrypted and out of sight; operators change them with `manage.py providerkey`.
+    fields = readonly_fields = ("provider", "priority", "created_at")
+
+
+class UsagePeriodInline(ReadOnlyInline):
+    model = UsagePeriod
+    fields = readonly_fields = ("period_start", "used")
+    ordering = ("-period_start",)
+
+
+class AccountState(admin.SimpleListFilter):
+    title = parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("active", "Active"), ("deleted", "Deleted")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Account]) -> QuerySet[Account]:
+        if self.value() == "active":
+            return queryset.filter(deleted_at__isnull=True)
+        if self.value() == "deleted":
+            return queryset.filter(deleted_at__isnull=False)
+        return queryset
+
+
+class PlanForm(forms.Form):
+    plan = forms.ChoiceField(choices=Plan.choices, help_text="A new plan starts a new billing cycle today.")
+
+
+class MonthlyLimitForm(forms.Form):
+    limit = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Monthly limit",
+        help_text="Notifications a billing cycle, in place of the plan's quota. Empty: back to the plan's.",
+    )
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = ["email", "plan", "state", "usage", "monthly_limit", "jobs", "created_at"]
+    list_filter = ["plan", AccountState]
+    search_fields = ["user__email", "public_id"]
+    list_select_related = ["user"]
+    ordering = ["-created_at"]
+    # Read-only: plans, limits, usage and deletion change through the actions, which call the services.
+    fields = readonly_fields = (
+        "user",
+        "public_id",
+        "plan",
+        "plan_started_on",
+        "monthly_limit",
+        "is_active",
+        "email_confirmed_at",
+        "deleted_at",
+        "created_at",
+    )
+    inlines = [ApiKeyInline, ProviderKeyInline, UsagePeriodInline]
+    actions = ["soft_delete", "restore", "erase", "change_plan", "set_monthly_limit", "reset_usage"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Account]:
+        # The newest usage row, with its period: it is this cycle's when its start is the cycle's (checked per row).
+        newest = UsagePeriod.objects.filter(account=OuterRef("pk")).order_by("-period_start")
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                newest_period_start=Subquery(newest.values("period_start")[:1]),
+                newest_period_used=Subquery(newest.values("used")[:1]),
+            )
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # accounts come from sign-up or `manage.py createaccount`
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # the erase action deletes, with the domain at the providers and a confirmation
+
+    @admin.display(ordering="user__email")
+    def email(self, account: Account) -> str:
+        return account.user.email
+
+    @admin.display(description="State")
+    def state(self, account: Account) -> str:
+        return "deleted" if account.deleted_at else "active"
+
+    @admin.display(description="Usage this cycle")
+    def usage(self, account: Any) -> str:
+        start, _ = current_period(account)
+        used = account.newest_period_used if account.newest_period_start == start else 0
+        return f"{used} / {account.limits.monthly_quota}"
+
+    @admin.display(description="Jobs")
+    def jobs(self, account: Account) -> str:
+        url = reverse("admin:notifications_job_changelist") + f"?account__id__exact={account.pk}"
+        return format_html('<a href="{}">jobs</a>', url)
+
+    @admin.action(description="Soft-delete (the key answers 403; restorable)")
+    def soft_delete(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
+        accounts = [account for account in queryset if account.deleted_at is None]
+        for account in accounts:
+            account_delete(account=account)
+        self.message_user(request, f"{len(accounts)} account(s) deleted; staff can restore them.")
+
+    @admin.action(description="Restore deleted accounts")
+    def restore(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
+        restored = 0
+        for account in queryset:
+            try:
+                account_restore(account=account)
+            except DomainError:
+                continue  # not deleted: nothing to restore
+            restored += 1
+        self.message_user(request, f"{restored} account(s) restored: they sign in and their keys work again.")
+
+    @admin.action(description="Delete for good…")
+    def erase(self, request: HttpRequest, queryset: QuerySet[Account]) -> HttpResponse | None:
+        if "apply" not in request.POST:
+            contents = [(account, account_contents(account=account).summary()) for account in queryset]
+            return self._action_page(request, queryset, "erase", title="Delete for good?", contents=contents)
+        for account in queryset:
+            erased = account_erase(account=account)
+            # (The admin capitalises a message's first letter: it does not start with the address.)
+            self.message_user(request, f"Deleted {erased.email} for good: {erased.contents.summary()}.")
+            for warning in erased.warnings:
+                message = f"{warning['provider']} kept {erased.email}'s sending domain ({warning['reason']})."
+                self.message_user(request, f"{message} Remove it there.", messages.WARNING)
+        return None
+
+    @admin.action(description="Change plan…")
+    def change_plan(self, request: HttpRequest, queryset: QuerySet[Account]) -> HttpResponse | None:
+        form = PlanForm(request.POST if "apply" in request.POST else None)
+        if not form.is_valid():
+            return self._action_page(request, queryset, "change_plan", title="Change plan", form=form)
+        for account in queryset:
+            account_set_plan(account=account, plan=form.cleaned_data["plan"])
+        self.message_user(request, f"{queryset.count()} account(s) moved to {form.cleaned_data['plan']}.")
+        return None
+
+    @admin.action(description="Set a custom monthly limit…")
+    def set_monthly_limit(self, request: HttpRequest, queryset: QuerySet[Account]) -> HttpResponse | None:
+        form = MonthlyLimitForm(request.POST if "apply" in request.POST else None)
+        if not form.is_valid():
+            return self._action_page(request, queryset, "set_monthly_limit", title="Set a monthly limit", form=form)
+        limit = form.cleaned_data["limit"]
+        for account in queryset:
+            account_set_monthly_limit(account=account, limit=limit)
+        described = f"a monthly limit of {limit}" if limit else "their plan's quota"
+        self.message_user(request, f"{queryset.count()} account(s) now have {described}.")
+        return None
+
+    @admin.action(description="Reset this cycle's usage to 0")
+    def reset_usage(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
+        for account in queryset:
+            usage_reset(account=account)
+        self.message_user(request, f"Usage reset to 0 for {queryset.count()} account(s).")
+
+    def _action_page(
+        self, request: HttpRequest, queryset: QuerySet[Account], action: str, *, title: str, **context: Any
+    ) -> TemplateResponse:
+        """The page an action asks on before it acts: the accounts chosen and the action's form or list."""
+        return TemplateResponse(
+            request,
+            ACTION_TEMPLATE,
+            {
+                **self.admin_site.each_context(request),
+                "title": title,
+                "action": action,
+                "accounts": queryset,
+                "opts": self.model._meta,
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
+                **context,
+            },
+        )
+
+
+# --- Jobs -----------------------------------------------------------------------------------------
+
+
+class DeliveryLogInline(ReadOnlyInline):
+    model = DeliveryLog
+    fields = readonly_fields = (
+        "attempt",
+        "status",
+        "used_provider",
+        "response_status",
+        "duration_ms",
+        "error_message",
+        "response_excerpt",
+        "created_at",
+    )
+    ordering = ("created_at",)
+
+
+class EmailEventInline(ReadOnlyInline):
+    model = EmailEvent
+    fields = readonly_fields = ("occurred_at", "type", "provider", "recipient")
+    ordering = ("occurred_at",)
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ["id", "account", "type", "status", "priority", "attempts", "created_at", "finished_at"]
+    # By account: the account list's "jobs" link, or ?account__id__exact=<id>; by date: the hierarchy above.
+    list_filter = ["type", "status", "priority", ("created_at", admin.DateFieldListFilter)]
+    search_fields = ["id", "account__user__email", "idempotency_key"]
+    list_select_related = ["account__user"]
+    date_hierarchy = "created_at"
+    ordering = ["-created_at"]
+    # The admin only shows a job; its state changes through the services (the retry action here).
+    exclude = ["url_credentials"]
+    readonly_fields = [field.name for field in Job._meta.fields if field.name != "url_credentials"]
+    inlines = [DeliveryLogInline, EmailEventInline]
+    actions = ["retry"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Retry failed jobs")
+    def retry(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        retried, refused = 0, []
+        skipped = queryset.exclude(status=JobStatus.FAILED).count()
+        for job in queryset.filter(status=JobStatus.FAILED).select_related("account"):
+            try:
+                job_retry(account=job.account, job_id=str(job.id))
+            except DomainError as error:
+                refused.append(f"{job.id}: {error.message}")
+                continue
+            retried += 1
+        self.message_user(request, f"{retried} job(s) re-queued; {skipped} not failed, left as they were.")
+        for reason in refused:
+            self.message_user(request, reason, messages.WARNING)
+
+
+# --- Domains and events ---------------------------------------------------------------------------
+
+
+class DomainRegistrationInline(ReadOnlyInline):
+    model = DomainRegistration
+    fields = readonly_fields = ("provider", "provider_domain_id", "verified", "last_error", "records")
+
+
+@admin.register(SenderDomain)
+class SenderDomainAdmin(admin.ModelAdmin):
+    list_display = ["name", "account", "status", "created_at", "verified_at"]
+    list_filter = ["status"]
+    search_fields = ["name", "account__user__email"]
+    list_select_related = ["account__user"]
+    readonly_fields = ["account", "name", "status", "warnings", "created_at", "verified_at"]
+    inlines = [DomainRegistrationInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(EmailEvent)
+class EmailEventAdmin(admin.ModelAdmin):
+    """Read-only: events are what a provider said; staff look them up for support."""
+
+    list_display = ["occurred_at", "type", "provider", "recipient", "job", "account"]
+    list_filter = ["type", "provider"]
+    search_fields = ["recipient", "job__id", "account__user__email", "provider_event_id"]
+    list_select_related = ["account__user"]
+    readonly_fields = [field.name for field in EmailEvent._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
