@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import date
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -23,6 +25,8 @@ class Account(models.Model):
     plan = models.CharField(max_length=16, choices=Plan.choices, default=Plan.FREE)
     # The quota cycle is anchored on this day (see accounts/billing.py).
     plan_started_on = models.DateField(default=today)
+    # Set by staff for one account: replaces the plan's monthly quota (docs/rules.md, "Limits").
+    monthly_limit = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     is_active = models.BooleanField(default=True)
     # Set when the holder follows the sign-up email's link; until then no API key can be made.
     # Accounts made by operators (manage.py createaccount) start confirmed.
@@ -35,7 +39,11 @@ class Account(models.Model):
 
     @property
     def limits(self) -> PlanLimits:
-        return limits_for(self.plan)
+        """The plan's limits, with the account's own monthly limit in place of the plan's quota when staff set one."""
+        plan_limits = limits_for(self.plan)
+        if self.monthly_limit is None:
+            return plan_limits
+        return replace(plan_limits, monthly_quota=self.monthly_limit)
 
     @property
     def is_confirmed(self) -> bool:

@@ -91,6 +91,21 @@ def account_set_plan(*, account: Account, plan: str) -> Account:
     return account
 
 
+MONTHLY_LIMIT_MESSAGE = "A monthly limit must be a whole number, 1 or more."
+
+
+def account_set_monthly_limit(*, account: Account, limit: int | None) -> Account:
+    """Gives the account its own monthly limit in place of its plan's quota; None goes back to the plan's.
+
+    It applies to the current billing cycle at once: what was used stays counted.
+    """
+    if limit is not None and limit < 1:
+        raise InvalidRequest(MONTHLY_LIMIT_MESSAGE)
+    account.monthly_limit = limit
+    account.save(update_fields=["monthly_limit"])
+    return account
+
+
 def _take_unit(*, account: Account, period_start: date) -> bool:
     """Takes one unit of the period's quota if any is left; False when the row is missing or full.
 
@@ -119,6 +134,21 @@ def usage_consume(*, account: Account) -> None:
     raise QuotaExceeded(
         f"Monthly usage limit exceeded ({used}/{limit}). Upgrade your plan or wait for reset on {us_date(resets_on)}."
     )
+
+
+@transaction.atomic
+def usage_reset(*, account: Account) -> int:
+    """Puts the current billing cycle's usage back to 0; returns what it was.
+
+    The row is locked while it is read and cleared, so a send in between is either counted before the reset
+    (and returned) or after it.
+    """
+    start, _ = current_period(account)
+    period = UsagePeriod.objects.select_for_update().filter(account=account, period_start=start)
+    used = period.values_list("used", flat=True).first()
+    if used:
+        period.update(used=0)
+    return used or 0
 
 
 def signing_secret_generate(*, account: Account) -> str:
