@@ -2,15 +2,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
 from core.errors import NotFound
-from notifications.models import DailyTally, DeliveryLog, Job
+from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
 
+FINISHED = [JobStatus.COMPLETED, JobStatus.FAILED]
 SLIM_FIELDS = ["id", "type", "status", "priority", "attempts", "error_message", "created_at", "completed_at"]
 
 
@@ -70,6 +71,28 @@ def job_page(
     offset = (page - 1) * limit
     jobs = list(_jobs_of(account, type=type, status=status)[offset : offset + limit + 1])
     return jobs[:limit], len(jobs) > limit
+
+
+def failed_jobs(
+    *, account: Account | None = None, job_type: str | None = None, created_since: datetime | None = None
+) -> QuerySet[Job]:
+    """Failed jobs of ``account``, or of every usable account (active, not deleted), optionally of one type and
+    created since a moment: what an operator's bulk retry takes up."""
+    jobs = Job.objects.filter(status=JobStatus.FAILED)
+    if account is None:
+        jobs = jobs.filter(account__is_active=True, account__deleted_at__isnull=True)
+    else:
+        jobs = jobs.filter(account=account)
+    if job_type:
+        jobs = jobs.filter(type=job_type)
+    if created_since:
+        jobs = jobs.filter(created_at__gte=created_since)
+    return jobs
+
+
+def finished_jobs(*, finished_before: datetime) -> QuerySet[Job]:
+    """Jobs that completed or failed for good before ``finished_before``: what a purge deletes."""
+    return Job.objects.filter(status__in=FINISHED, finished_at__lt=finished_before)
 
 
 def owns_job(*, account: Account, job_id: uuid.UUID) -> bool:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -24,7 +26,7 @@ from notifications.delivery.webhook import send as send_webhook
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType
 from notifications.queue import job_enqueue
-from notifications.selectors import parse_job_id
+from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
 from providers.base import Credentials, OutgoingEmail, build_message
 from providers.failover import Route, send_with_failover
 from providers.registry import get_provider
@@ -186,13 +188,89 @@ def job_retry(*, account: Account, job_id: str) -> Job:
     if parsed_id is None:
         raise NotFound(NOT_RETRYABLE_MESSAGE)
     failed = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).only("type").first()
-    if failed and failed.type == JobType.EMAIL and account.limits.is_paid and not configured_providers(account=account):
+    if failed and failed.type == JobType.EMAIL and _email_needs_provider_key(account):
         raise InvalidRequest(NO_PROVIDER_MESSAGE)
     job = store.requeue_failed(account=account, job_id=parsed_id, requeue_at=_requeue_time())
     if job is None:
         raise NotFound(NOT_RETRYABLE_MESSAGE)
     transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job
+
+
+def _email_needs_provider_key(account: Account) -> bool:
+    """A paid account without a provider key: its email could only fail again, so it is not retried."""
+    return account.limits.is_paid and not configured_providers(account=account)
+
+
+@dataclass(frozen=True)
+class RetriedBatch:
+    requeued: int
+    # Failed emails of a paid account without a provider key, left failed.
+    skipped: int
+
+    @property
+    def handled(self) -> int:
+        return self.requeued + self.skipped
+
+
+def failed_jobs_retry(
+    *,
+    account: Account | None = None,
+    job_type: str | None = None,
+    created_since: datetime | None = None,
+    batch_size: int = 1000,
+) -> Iterator[RetriedBatch]:
+    """Re-queues failed jobs (of one account, else of every usable one) with Retry Job's rules, a batch per
+    transaction, each job's task published once its batch is committed; yields what each batch did.
+
+    A re-queued job is no longer failed: a run stopped between batches is finished by running it again.
+    """
+    accounts = [account] if account else Account.objects.filter(is_active=True, deleted_at__isnull=True).order_by("id")
+    for holder in accounts:
+        failed = failed_jobs(account=holder, job_type=job_type, created_since=created_since)
+        if _email_needs_provider_key(holder):
+            if skipped := failed.filter(type=JobType.EMAIL).count():
+                yield RetriedBatch(requeued=0, skipped=skipped)
+            failed = failed.filter(type=JobType.WEBHOOK)
+        position: store.Position | None = None
+        while batch := list(store.walk_from(failed, position).values_list("created_at", "id")[:batch_size]):
+            requeued = store.requeue_failed_jobs(
+                account=holder, job_ids=[job_id for _, job_id in batch], requeue_at=_requeue_time()
+            )
+            for job_id, priority in requeued:
+                transaction.on_commit(partial(job_enqueue, job_id=job_id, priority=priority))
+            yield RetriedBatch(requeued=len(requeued), skipped=0)
+            position = batch[-1]
+
+
+@dataclass(frozen=True)
+class PurgedBatch:
+    jobs: int
+    # Rows deleted per model label, the jobs' own included.
+    rows: Counter[str]
+
+
+def finished_jobs_purge(*, finished_before: datetime, batch_size: int = 1000) -> Iterator[PurgedBatch]:
+    """Deletes the jobs that finished (completed or failed for good) before ``finished_before``, with their delivery
+    logs and provider events, a batch per transaction; yields what each batch deleted. Unfinished jobs stay, and so
+    do the daily tallies (docs/job-states.md, "Daily figures").
+
+    Each account's jobs are walked by status down the (account, status, created_at) index: a job is created before
+    it finishes, so created_at bounds the walk and finished_at decides. A run stopped between batches is finished by
+    running it again: what it deleted is gone, what it did not is still there.
+    """
+    for account_id in Account.objects.order_by("id").values_list("id", flat=True):
+        for status in FINISHED:
+            finished = finished_jobs(finished_before=finished_before).filter(
+                account_id=account_id, status=status, created_at__lt=finished_before
+            )
+            position: store.Position | None = None
+            while True:
+                deleted, rows = store.delete_batch(finished, position=position, size=batch_size)
+                if not deleted:
+                    break
+                yield PurgedBatch(jobs=len(deleted), rows=rows)
+                position = deleted[-1]
 
 
 LOCAL_URL_MESSAGE = "url must not point to a local or private network address"

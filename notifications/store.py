@@ -1,4 +1,4 @@
-"""Every write to a job row: insert, claim, record an attempt, requeue (docs/job-states.md).
+"""Every write to a job row: insert, claim, record an attempt, requeue, delete (docs/job-states.md).
 
 One function per operation, each a conditional statement, so two workers, or a worker and a
 late duplicate task, can never both win. The claim is one ``UPDATE ... RETURNING`` on every
@@ -10,6 +10,7 @@ statement is built from the models' own metadata, never from another module's SQ
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from accounts.models import Account, SigningSecret, UsagePeriod
 from accounts.selectors import current_period
@@ -212,14 +213,25 @@ def take_due_for_requeue(*, now: datetime, next_requeue_at: datetime, batch_size
 
 
 def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> Job | None:
-    """Puts the account's failed job back to pending, attempts from zero, logs kept; None if it is not failed.
+    """Puts the account's failed job back to pending, attempts from zero, logs kept; None if it is not failed."""
+    if not requeue_failed_jobs(account=account, job_ids=[job_id], requeue_at=requeue_at):
+        return None
+    return Job.objects.get(id=job_id)
 
-    The job leaves its day's failed count: it finishes again, and is counted then.
+
+def requeue_failed_jobs(*, account: Account, job_ids: Sequence[UUID], requeue_at: datetime) -> list[tuple[UUID, int]]:
+    """Puts the account's failed jobs among ``job_ids`` back to pending, as `requeue_failed` does each one;
+    returns (id, priority) of those it moved. The others (not failed, not the account's) are left alone.
+
+    Each job leaves its day's failed count: it finishes again, and is counted then.
     """
-    failed = Job.objects.filter(id=job_id, account=account, status=JobStatus.FAILED)
+    failed = Job.objects.filter(id__in=job_ids, account=account, status=JobStatus.FAILED)
     with transaction.atomic():
-        finished_at = failed.select_for_update().values_list("finished_at", flat=True).first()
-        if not failed.update(
+        # Locked in one order, so two runs over the same jobs wait for each other instead of deadlocking.
+        rows = list(failed.select_for_update().order_by("id").values_list("id", "priority", "finished_at"))
+        if not rows:
+            return []
+        Job.objects.filter(id__in=[job_id for job_id, _, _ in rows]).update(
             status=JobStatus.PENDING,
             attempts=0,
             claims=0,
@@ -229,8 +241,44 @@ def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> J
             next_attempt_at=None,
             locked_until=None,
             requeue_at=requeue_at,
-        ):
-            return None
-        if finished_at is not None:
-            DailyTally.objects.filter(account=account, day=utc_day(finished_at)).update(failed=F("failed") - 1)
-        return Job.objects.get(id=job_id)
+        )
+        failed_on = Counter(utc_day(finished_at) for _, _, finished_at in rows if finished_at is not None)
+        for day, count in failed_on.items():
+            DailyTally.objects.filter(account=account, day=day).update(failed=F("failed") - count)
+    return [(job_id, priority) for job_id, priority, _ in rows]
+
+
+# Where a walk through jobs in creation order has got to: the last (created_at, id) it handled.
+Position = tuple[datetime, UUID]
+
+
+def walk_from(jobs: QuerySet[Job], position: Position | None) -> QuerySet[Job]:
+    """``jobs`` in creation order from just past ``position``.
+
+    The range on created_at lets the walk start where the last batch ended on an index of the
+    account's jobs (the one by account, status and creation), so it never steps again over
+    entries it has handled, deleted ones included; the id orders jobs created in the same instant.
+    """
+    if position is not None:
+        created_at, job_id = position
+        jobs = jobs.filter(created_at__gte=created_at).exclude(created_at=created_at, id__lte=job_id)
+    return jobs.order_by("created_at", "id")
+
+
+def delete_batch(jobs: QuerySet[Job], *, position: Position | None, size: int) -> tuple[list[Position], Counter[str]]:
+    """Deletes the next ``size`` of ``jobs`` after ``position``, in one transaction, with the rows that hang off
+    them: delivery logs and, through their reverse relations, rows of apps that build on this one (provider
+    events). Returns the positions deleted, in order, and the rows deleted per model label.
+
+    Rows another transaction holds (a Retry Job under way) are skipped, not waited for: a later run takes them.
+    Every job selected is locked until it is deleted, so none can change state in between.
+    """
+    with transaction.atomic():
+        locked = walk_from(jobs, position).select_for_update(skip_locked=True).values_list("created_at", "id")[:size]
+        batch = list(locked)
+        if not batch:
+            return [], Counter()
+        # Django's deletion collector loads the jobs (their ids alone suffice) and deletes the rows under them
+        # with one statement per relation, without loading those.
+        _, deleted = Job.objects.filter(id__in=[job_id for _, job_id in batch]).only("id").delete()
+    return batch, Counter(deleted)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
@@ -171,11 +172,20 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "inte
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 JOB_SWEEP_INTERVAL_SECONDS = env_int("JOB_SWEEP_INTERVAL_SECONDS", 5, minimum=1)
+# Jobs that finished more than this many days ago are deleted once a day (docs/operations.md, "Retention");
+# 0 or an empty value keeps them for ever.
+JOB_RETENTION_DAYS = env_int("JOB_RETENTION_DAYS", 90) if env_str("JOB_RETENTION_DAYS", "90").strip() else 0
 CELERY_BEAT_SCHEDULE = {
     "sweep-jobs": {
         "task": "notifications.sweep_jobs",
         "schedule": JOB_SWEEP_INTERVAL_SECONDS,
         "options": {"expires": JOB_SWEEP_INTERVAL_SECONDS},
+    },
+    # At a quiet hour (UTC); a run that could not start within the hour waits for the next day's.
+    "purge-jobs": {
+        "task": "notifications.purge_jobs",
+        "schedule": crontab(hour=3, minute=30),
+        "options": {"expires": 3600},
     },
 }
 
