@@ -80,11 +80,13 @@ def _attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
 
 
 def _retry_delay(job: Job, *, attempt: int, outcome: AttemptOutcome) -> int | None:
-    """Seconds until the next attempt, or None when the job has failed for good."""
+    """Seconds until the next attempt, or None when the job has failed for good: the configured delay, or the
+    receiver's Retry-After when that asks for longer (docs/delivery-engine.md, "Retry-After")."""
     if not outcome.retryable or attempt >= job.max_attempts:
         return None
     delays = settings.WEBHOOK_RETRY_DELAYS if job.type == JobType.WEBHOOK else settings.EMAIL_RETRY_DELAYS
-    return delays[min(attempt, len(delays)) - 1] if delays else 0
+    configured = delays[min(attempt, len(delays)) - 1] if delays else 0
+    return max(configured, outcome.retry_after_seconds or 0)
 
 
 def _state_after(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetime) -> dict[str, Any]:

@@ -17,6 +17,8 @@ class AttemptOutcome:
     duration_ms: int | None = None
     response_excerpt: str = ""
     provider_message_id: str | None = None
+    # How long the receiver asked us to wait before trying again (its Retry-After), at most an hour.
+    retry_after_seconds: int | None = None
 
     @classmethod
     def failure(cls, message: str, *, retryable: bool, **details: object) -> AttemptOutcome:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from http import HTTPStatus
 
 import requests
 from django.conf import settings
+from django.utils.http import parse_http_date_safe
 from requests.structures import CaseInsensitiveDict
 from requests_hardened.ip_filter import InvalidIPAddress
 
@@ -23,6 +25,8 @@ USER_AGENT = "NotifyHub/1.0"
 EXCERPT_BYTES = 1024
 # Bodies up to this size are read to the end so the connection can be reused.
 DRAIN_BYTES = 64 * 1024
+# The longest wait a receiver's Retry-After may set before the next attempt (docs/rules.md, "Webhooks").
+RETRY_AFTER_MAX_SECONDS = 3600
 
 
 def build_headers(
@@ -80,7 +84,13 @@ def send(
         excerpt = _read_excerpt(response, excerpt_bytes)
     finally:
         response.close()
-    return _classify(response.status_code, response.reason, excerpt, duration_ms=elapsed_ms(started))
+    return _classify(
+        response.status_code,
+        response.reason,
+        excerpt,
+        duration_ms=elapsed_ms(started),
+        retry_after=response.headers.get("Retry-After"),
+    )
 
 
 def _url(job: Job) -> str:
@@ -105,15 +115,37 @@ def _status_text(status: int, reason: str | None) -> str:
     return f"{status} {reason}".strip()
 
 
-def _classify(status: int, reason: str | None, excerpt: str, *, duration_ms: int) -> AttemptOutcome:
+def _classify(
+    status: int, reason: str | None, excerpt: str, *, duration_ms: int, retry_after: str | None = None
+) -> AttemptOutcome:
     details = {"response_status": status, "duration_ms": duration_ms, "response_excerpt": excerpt}
     if 200 <= status < 300:
         return AttemptOutcome(delivered=True, **details)  # type: ignore[arg-type]
     message = _status_text(status, reason)
     if 300 <= status < 400:
         return AttemptOutcome.failure(f"{message} (redirects are not followed)", retryable=False, **details)
-    # 4xx is never retried; 5xx is (docs/rules.md, "Webhooks").
-    return AttemptOutcome.failure(message, retryable=status >= 500, **details)
+    # 4xx is never retried; 5xx is (docs/rules.md, "Webhooks"). Of the answers that carry Retry-After, 503
+    # (RFC 9110) and 429 (RFC 6585), the 429 is a 4xx and fails at once, so only a 503's wait is used.
+    wait = None
+    if status == HTTPStatus.SERVICE_UNAVAILABLE and retry_after:
+        wait = retry_after_seconds(retry_after, now=time.time())
+    return AttemptOutcome.failure(message, retryable=status >= 500, retry_after_seconds=wait, **details)
+
+
+def retry_after_seconds(value: str, *, now: float) -> int | None:
+    """The wait a Retry-After value asks for (RFC 9110 section 10.2.3: delta-seconds or an HTTP date), at most
+    RETRY_AFTER_MAX_SECONDS; None when it is malformed or asks for no wait (0, a date not after ``now``)."""
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        # Its length first: int() refuses more than 4,300 digits, and any number longer than the cap's is above it.
+        digits = value.lstrip("0") or "0"
+        seconds = RETRY_AFTER_MAX_SECONDS if len(digits) > len(str(RETRY_AFTER_MAX_SECONDS)) else int(digits)
+    else:
+        date = parse_http_date_safe(value)
+        if date is None:
+            return None
+        seconds = math.ceil(date - now)
+    return min(seconds, RETRY_AFTER_MAX_SECONDS) if seconds > 0 else None
 
 
 def _network_failure(error: requests.RequestException, *, duration_ms: int, timeout_seconds: int) -> AttemptOutcome:

@@ -1,6 +1,6 @@
 """A customer's webhook endpoint: a real local HTTPS server that records what arrives.
 
-Responses are scripted per path (status, body, delay, or a dropped connection); once the
+Responses are scripted per path (status, headers, body, delay, or a dropped connection); once the
 script for a path runs out, it answers 200.
 """
 
@@ -24,6 +24,8 @@ class Reply:
     delay: float = 0.0
     # Close the connection without answering.
     drop: bool = False
+    # Sent after Content-Type and Content-Length.
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ class Receiver:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply.body)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(reply.body)
 
