@@ -6,6 +6,7 @@ the service runs embedded: SQLite, an in-process cache and rate limiter, and a f
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import environ
@@ -203,6 +204,8 @@ if HTTPS_ONLY:
     _proto_header = env_str("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto")
     if _proto_header:
         SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proto_header.upper().replace("-", "_"), "https")
+    # Load balancers' health probes reach the processes directly, often over plain HTTP.
+    SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
 
 # --- Auth, i18n, static ---------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -226,6 +229,8 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every star
 WHITENOISE_USE_FINDERS = True
 
 # --- API ------------------------------------------------------------------------------
+# The release, written in pyproject.toml alone: GET /api/v1/info and the OpenAPI document show it.
+VERSION: str = tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"]
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["core.api.envelope.EnvelopeRenderer"],
     "DEFAULT_PARSER_CLASSES": ["core.api.parsers.JSONObjectParser"],
@@ -239,7 +244,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "NotifyHub API",
     "DESCRIPTION": "Queue email and webhook notifications, then follow every delivery attempt.",
-    "VERSION": "1.0.0",
+    "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI assets served by us, not fetched from a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -254,6 +259,7 @@ SPECTACULAR_SETTINGS = {
         "ProviderEnum": "providers.names.ProviderName.values",
         "JobTypeEnum": "notifications.models.JobType.values",
         "JobStatusEnum": "notifications.models.JobStatus.values",
+        "PartStatusEnum": "core.health.STATUSES",
     },
 }
 # Largest request body the API parses; bigger ones get 413 before any JSON is read.

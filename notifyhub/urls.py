@@ -5,11 +5,14 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
 
 from accounts.views import PingView, UsageView
+from core.api.status import HealthView, InfoView
 from core.api.views import SchemaView, api_not_found
 from domains.views import DomainView
 from notifications.views import DashboardStatsView, UserJobDetailView, UserJobListView, UserJobRetryView
 
 urlpatterns = [
+    path("api/v1/health", HealthView.as_view(), name="health"),
+    path("api/v1/info", InfoView.as_view(), name="info"),
     path("api/v1/ping", PingView.as_view(), name="ping"),
     path("api/v1/notifications/", include("notifications.urls")),
     path("api/v1/user/domain/", include("domains.urls")),

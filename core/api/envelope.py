@@ -23,13 +23,18 @@ def success_body(data: Any) -> dict[str, Any]:
     return {"success": True, "data": data, "timestamp": iso_utc(datetime.now(UTC))}
 
 
-def error_body(message: str) -> dict[str, Any]:
-    return {"success": False, "error": message, "timestamp": iso_utc(datetime.now(UTC))}
+def error_body(message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``details``, when given, says more than the message for a program to read (the health check's parts)."""
+    body: dict[str, Any] = {"success": False, "error": message}
+    if details is not None:
+        body["details"] = details
+    return {**body, "timestamp": iso_utc(datetime.now(UTC))}
 
 
-def error_response(status: int, message: str) -> JsonResponse:
-    """An envelope error for code paths outside DRF (Django's error handlers)."""
-    return _envelope_response(error_body(message), status)
+def error_response(status: int, message: str, *, details: Mapping[str, Any] | None = None) -> JsonResponse:
+    """An envelope error rendered at once: for code paths outside DRF (Django's error handlers), and for
+    an error with ``details``, which DRF's renderer would drop."""
+    return _envelope_response(error_body(message, details), status)
 
 
 def success_response(data: Any, status: int = 200) -> JsonResponse:

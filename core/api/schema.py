@@ -23,6 +23,11 @@ ERROR_ENVELOPE = {
     "properties": {
         "success": {"type": "boolean", "enum": [False]},
         "error": {"type": "string"},
+        "details": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "On some errors only: more than the message says, for a program to read.",
+        },
         "timestamp": TIMESTAMP,
     },
     "required": ["success", "error", "timestamp"],

@@ -1,0 +1,74 @@
+"""The service's own endpoints, open to anyone: whether it is healthy, and what it is."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpResponse
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from core.api.envelope import error_response, success_response
+from core.api.fields import OneOfField
+from core.api.views import ApiView
+from core.health import OK, STATUSES, health_check
+
+SERVICE_NAME = "NotifyHub"
+
+
+class PublicView(ApiView):
+    """No credential and no rate limit: load balancers, monitors and SDKs call these."""
+
+    authentication_classes = []
+    permission_classes = []
+    throttle_classes = []
+
+
+def _part_status() -> OneOfField:
+    return OneOfField(choices=STATUSES)
+
+
+class HealthView(PublicView):
+    @extend_schema(
+        summary="Health",
+        description=(
+            "`200` when the database and the job queue's broker both answer, `503` naming each part that does not. "
+            "Every check gives up after 2 seconds. No authentication."
+        ),
+        auth=[],
+        responses={
+            200: inline_serializer(
+                "Health",
+                {"status": OneOfField(choices=[OK]), "database": _part_status(), "broker": _part_status()},
+            ),
+            503: OpenApiResponse(
+                description="A part is down: the message names it (`Service unavailable: database`), and "
+                "`details` gives each part's status, `ok` or `down`."
+            ),
+        },
+    )
+    def get(self, request: Request) -> HttpResponse:
+        parts = health_check()
+        down = [part for part, status in parts.items() if status != OK]
+        if down:
+            return error_response(503, f"Service unavailable: {', '.join(down)}", details=parts)
+        return success_response({"status": OK, **parts})
+
+
+class InfoView(PublicView):
+    @extend_schema(
+        summary="About the service",
+        description="The service's name, its version, and where its API reference is. No authentication.",
+        auth=[],
+        responses={
+            200: inline_serializer(
+                "Info",
+                {"name": serializers.CharField(), "version": serializers.CharField(), "docs": serializers.URLField()},
+            )
+        },
+    )
+    def get(self, request: Request) -> Response:
+        docs = settings.PUBLIC_URL.rstrip("/") + reverse("api-docs")
+        return Response({"name": SERVICE_NAME, "version": settings.VERSION, "docs": docs})
