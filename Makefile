@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 export PORT
+# Where web, worker and beat keep their metrics for /metrics to sum, emptied when `make run` starts them
+# together (docs/observability.md). A process that bin/keep-running restarts keeps what the others counted.
+METRICS_DIR := $(CURDIR)/var/metrics
 # The browser tests (tests/browser/) drive Debian's Chromium through Playwright.
 CHROMIUM := /usr/bin/chromium
 
@@ -31,8 +34,10 @@ run: install
 	@echo "  Sign up:         http://127.0.0.1:$(PORT)/signup/  (the confirmation email lands in var/outbox/)"
 	@echo "  Or from here:    $(BIN)/python manage.py createaccount you@example.com --plan free"
 	@echo "  Then:            curl -H 'X-API-Key: <key>' http://127.0.0.1:$(PORT)/api/v1/ping"
+	@echo "  Health, metrics: http://127.0.0.1:$(PORT)/api/v1/health  http://127.0.0.1:$(PORT)/metrics"
 	@echo ""
-	$(BIN)/honcho start --procfile Procfile
+	rm -rf $(METRICS_DIR) && mkdir -p $(METRICS_DIR)
+	PROMETHEUS_MULTIPROC_DIR=$(METRICS_DIR) $(BIN)/honcho start --procfile Procfile
 
 test: install-dev browser
 	$(BIN)/pytest $(PYTEST_ARGS)

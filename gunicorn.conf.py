@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from typing import Any
+
+from prometheus_client import multiprocess
 
 bind = os.environ.get("GUNICORN_BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
 
@@ -27,7 +30,14 @@ else:
     threads = int(os.environ.get("WEB_THREADS", "4"))
     timeout = 30
 keepalive = 5
-# "-" logs each request to stdout; an empty value or "off" turns the access log off (a proxy in front
-# logs requests already, and `make bench` measures the app, not log writing).
-_access_log = os.environ.get("GUNICORN_ACCESS_LOG", "-").strip()
+# Off unless asked for ("-" is stdout): the app logs every request itself, with its duration, account and
+# request id, in LOG_FORMAT (docs/observability.md), so gunicorn's line would say the same thing twice.
+_access_log = os.environ.get("GUNICORN_ACCESS_LOG", "off").strip()
 accesslog = None if _access_log.lower() in ("", "off") else _access_log
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """What prometheus_client's multiprocess mode asks of gunicorn: a dead worker's live gauges leave the sum
+    /metrics shows, while its counters and histograms stay in it (docs/observability.md)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.mark_process_dead(worker.pid)

@@ -4,8 +4,8 @@ An API client authenticates every request with its key and keeps no cookies, so 
 CSRF tokens, the auth middleware's lazy user, the messages framework and clickjacking
 headers do nothing for it but cost time on every request (bench/README.md). The same holds
 for a provider posting events to /api/v1/webhooks/, which proves itself with its own
-credential, and for the health check and the service's info, which need no credential at
-all. Such requests go to a handler built with
+credential, and for the probes and scrapers of the health check, the service's info and the
+metrics, which need no credential or a token of their own. Such requests go to a handler built with
 ``settings.API_KEY_MIDDLEWARE`` instead; every other request, the dashboard's and the admin's
 included, keeps ``settings.MIDDLEWARE``. The URLs and views are the same. Every /api/v1/
 endpoint accepts a key; one that took only a session would find none here and refuse.
@@ -25,7 +25,7 @@ from core.api.headers import header_api_key
 
 API_PREFIX = "/api/v1/"
 PROVIDER_EVENTS_PREFIX = "/api/v1/webhooks/"
-SESSIONLESS_PATHS = frozenset({"/api/v1/health", "/api/v1/info"})
+SESSIONLESS_PATHS = frozenset({"/api/v1/health", "/api/v1/info", "/metrics"})
 
 
 def needs_no_browser_middleware(environ: Mapping[str, Any]) -> bool:

@@ -8,6 +8,7 @@ sweeper re-sends tasks the broker lost.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -22,6 +23,7 @@ from notifications.delivery.email import deliver_email
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobStatus, JobType
+from notifications.observability import attempt_recorded
 from notifications.queue import job_enqueue
 
 logger = logging.getLogger(__name__)
@@ -43,14 +45,19 @@ def job_process(*, job_id: UUID) -> None:
     if claim is None:
         return
     job = claim.job
+    attempt = job.attempts + 1
+    started = time.monotonic()
     if _worker_deaths(job) >= WORKER_DEATHS_ALLOWED:
         # Nothing records a worker's death: the claims it left behind are what tells.
         message = f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt"
         logger.error("Job %s: %s", job.id, message)
         outcome = AttemptOutcome.failure(message, retryable=False)
     else:
-        outcome = _attempt(claim, attempt=job.attempts + 1)
-    job_record_attempt(job=job, outcome=outcome)
+        outcome = _attempt(claim, attempt=attempt)
+    seconds = time.monotonic() - started
+    job_status = job_record_attempt(job=job, outcome=outcome)
+    if job_status is not None:
+        attempt_recorded(job, attempt=attempt, outcome=outcome, job_status=job_status, seconds=seconds)
 
 
 def _worker_deaths(job: Job) -> int:
@@ -111,8 +118,11 @@ def _state_after(job: Job, *, attempt: int, outcome: AttemptOutcome, now: dateti
     }
 
 
-def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> None:
-    """Writes the attempt's log and the job's next state, if this worker still holds the lease."""
+def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> str | None:
+    """Writes the attempt's log and the job's next state, if this worker still holds the lease.
+
+    Returns the job's status after the attempt, or None when the lease was lost and nothing was written.
+    """
     attempt = job.attempts + 1
     now = timezone.now()
     changes = {"attempts": attempt, **_state_after(job, attempt=attempt, outcome=outcome, now=now)}
@@ -130,10 +140,11 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> None:
     )
     if not store.record_attempt(job, changes=changes, log=log):
         logger.warning("Job %s: lease lost during attempt %s; result not recorded", job.id, attempt)
-        return
+        return None
     if changes.get("next_attempt_at"):
         delay = (changes["next_attempt_at"] - now).total_seconds()
         transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))
+    return str(changes.get("status", JobStatus.PROCESSING))
 
 
 def jobs_sweep(*, batch_size: int = 1000) -> int:

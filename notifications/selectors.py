@@ -4,7 +4,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Min, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
@@ -118,3 +118,22 @@ def daily_outcomes(*, account: Account, days: int) -> list[DayOutcomes]:
     return [
         DayOutcomes(day, *by_day.get(day, (0, 0))) for day in (first + timedelta(days=offset) for offset in range(days))
     ]
+
+
+@dataclass(frozen=True)
+class QueueState:
+    pending: int
+    # When the oldest pending job that was never tried was accepted: a retried job keeps its old created_at.
+    oldest_untried_at: datetime | None
+
+
+def queue_state() -> QueueState:
+    """The jobs waiting for a worker, read in one statement for the metrics.
+
+    Every unfinished job has a ``requeue_at`` (the sweeper's), so asking for one lets the partial
+    index on it (``job_requeue_due``) read the unfinished jobs alone, not the whole table.
+    """
+    row = Job.objects.filter(requeue_at__isnull=False, status=JobStatus.PENDING).aggregate(
+        pending=Count("id"), oldest_untried_at=Min("created_at", filter=Q(started_at__isnull=True))
+    )
+    return QueueState(pending=row["pending"], oldest_untried_at=row["oldest_untried_at"])

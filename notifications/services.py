@@ -25,6 +25,7 @@ from notifications.delivery.webhook import build_headers
 from notifications.delivery.webhook import send as send_webhook
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType
+from notifications.observability import job_accepted
 from notifications.queue import job_enqueue
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
 from providers.base import Credentials, OutgoingEmail, build_message
@@ -177,6 +178,7 @@ def _job_create(
         requeue_at=_requeue_time(),
     )
     store.insert(job, counted=_counts_against_quota(account=account, job_type=type))
+    job_accepted(type)
     # Outside a transaction this sends at once; inside a caller's, when it commits.
     transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job

@@ -6,6 +6,7 @@ the service runs embedded: SQLite, an in-process cache and rate limiter, and a f
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -60,6 +61,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core.logs.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -72,6 +74,7 @@ MIDDLEWARE = [
 # Requests to /api/v1/ that carry an API key need none of the browser's middleware: they run
 # with this list instead (core/handlers.py). Security headers and the Host check stay.
 API_KEY_MIDDLEWARE = [
+    "core.logs.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
 ]
@@ -204,8 +207,9 @@ if HTTPS_ONLY:
     _proto_header = env_str("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto")
     if _proto_header:
         SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proto_header.upper().replace("-", "_"), "https")
-    # Load balancers' health probes reach the processes directly, often over plain HTTP.
-    SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$"]
+    # Load balancers' health probes and Prometheus reach the processes directly, often over plain HTTP.
+    # A redirect would fail them and protect nothing: a metrics token has already crossed by then.
+    SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$", r"^metrics$"]
 
 # --- Auth, i18n, static ---------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -294,10 +298,27 @@ JOB_RETRY_GRACE_SECONDS = env_int("JOB_RETRY_GRACE_SECONDS", 30, minimum=0)
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
 EMAIL_FILE_PATH = str(VAR_DIR / "outbox")
 
+# --- Health, metrics, logs (docs/observability.md) ------------------------------------
+# When set, GET /metrics wants it as Authorization: Bearer.
+METRICS_TOKEN = env_optional("METRICS_TOKEN")
+# The folder where every process of the host keeps its metrics for GET /metrics to sum. prometheus_client
+# reads the variable itself when first imported; set but empty, it would write into the working directory.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR") == "":
+    raise ImproperlyConfigured("PROMETHEUS_MULTIPROC_DIR is empty: name a folder, or unset it")
+PROMETHEUS_MULTIPROC_DIR = env_optional("PROMETHEUS_MULTIPROC_DIR")
+if PROMETHEUS_MULTIPROC_DIR:
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+# json: one object a line for a log pipeline (production); text: for a person at a terminal (make run).
+LOG_FORMAT = env_str("LOG_FORMAT", "text" if EMBEDDED_MODE else "json")
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be 'json' or 'text', got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "core.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }

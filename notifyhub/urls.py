@@ -7,7 +7,9 @@ from drf_spectacular.views import SpectacularSwaggerView
 from accounts.views import PingView, UsageView
 from core.api.status import HealthView, InfoView
 from core.api.views import SchemaView, api_not_found
+from core.metrics import MetricsView
 from domains.views import DomainView
+from notifications.observability import QueueCollector
 from notifications.views import DashboardStatsView, UserJobDetailView, UserJobListView, UserJobRetryView
 
 urlpatterns = [
@@ -28,6 +30,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     re_path(r"^api/(?P<path>.*)$", api_not_found),
     path("admin/", admin.site.urls),
+    path("metrics", MetricsView.as_view(collectors=[QueueCollector()]), name="metrics"),
     path("", include("dashboard.urls")),
 ]
 

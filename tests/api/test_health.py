@@ -151,13 +151,14 @@ def test_it_is_not_rate_limited_even_with_an_api_key(free: Client) -> None:
 
 PLAIN_HTTP_STATUSES = (
     "import django; django.setup(); from django.test import Client; client = Client(HTTP_HOST='notify.example.com'); "
-    "print(*(client.get(path).status_code for path in ['/api/v1/health', '/api/v1/info']))"
+    "print(*(client.get(path).status_code for path in ['/api/v1/health', '/metrics', '/api/v1/info']))"
 )
 
 
-def test_in_production_probes_are_answered_over_plain_http(tmp_path: Path) -> None:
+def test_in_production_probes_and_scrapers_are_answered_over_plain_http(tmp_path: Path) -> None:
     printed = run([sys.executable, "-c", PLAIN_HTTP_STATUSES], tmp_path, **PRODUCTION)
 
-    health_status, info_status = printed.stdout.split()
+    health_status, metrics_status, info_status = printed.stdout.split()
     assert health_status in ("200", "503"), printed.stderr
+    assert metrics_status == "200"
     assert info_status == "301"  # everything else still goes to HTTPS

@@ -1,0 +1,65 @@
+"""``GET /metrics``: Prometheus's text format, summed over every process that counts (docs/observability.md).
+
+With ``PROMETHEUS_MULTIPROC_DIR`` set, prometheus_client keeps each process's metrics in files in
+that folder, and a scrape sums the files of every web and worker process sharing it. The variable
+comes from the environment only: prometheus_client chooses where values live when it is first
+imported, before any code could set it. Without it (tests, a one-off command) a scrape shows the
+metrics of the process that answers.
+
+Metrics computed at scrape time (the queue's depth, from the database) are collectors handed to
+:class:`MetricsView`: they run once per scrape, in the process that answers it.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Sequence
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.views import View
+from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from core.api.headers import header_api_key
+
+
+class MetricsView(View):
+    """The metrics, for ``Authorization: Bearer METRICS_TOKEN`` when that is set, for anyone otherwise."""
+
+    http_method_names = ["get", "head"]
+    collectors: Sequence[Collector] = ()
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        if not token_accepted(request):
+            return unauthorized()
+        encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return HttpResponse(encode(self.registry()), content_type=content_type)
+
+    def registry(self) -> CollectorRegistry:
+        registry = CollectorRegistry()
+        if settings.PROMETHEUS_MULTIPROC_DIR:
+            MultiProcessCollector(registry, path=settings.PROMETHEUS_MULTIPROC_DIR)
+        else:
+            registry.register(REGISTRY)
+        for collector in self.collectors:
+            registry.register(collector)
+        return registry
+
+
+def token_accepted(request: HttpRequest) -> bool:
+    token: str | None = settings.METRICS_TOKEN
+    if token is None:
+        return True
+    _, presented = header_api_key(request.META)
+    return hmac.compare_digest(presented.encode(), token.encode())
+
+
+def unauthorized() -> HttpResponse:
+    response = HttpResponse(
+        "Send the metrics token as Authorization: Bearer <token>\n", status=401, content_type="text/plain"
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="NotifyHub metrics"'
+    return response

@@ -1,0 +1,225 @@
+"""GET /metrics: the jobs counted where they are accepted and delivered, the queue read at scrape time, the token,
+and the sum over processes that share PROMETHEUS_MULTIPROC_DIR."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+from notifications.models import Job, JobStatus
+from notifications.services import webhook_job_create
+from tests.clients import APIClient
+from tests.conftest import Client, wait_for_job
+from tests.fakes.receiver import Receiver, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+ATTEMPT_SECONDS = "notifyhub_delivery_attempt_duration_seconds"
+COUNTERS = ["notifyhub_jobs_accepted", "notifyhub_jobs_delivered", "notifyhub_jobs_failed"]
+
+
+def scrape(**headers: str) -> list[Sample]:
+    response = APIClient().get("/metrics", **headers)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/plain")
+    return [sample for family in text_string_to_metric_families(response.content.decode()) for sample in family.samples]
+
+
+def value(samples: list[Sample], name: str, **labels: str) -> float:
+    matching = [sample.value for sample in samples if sample.name == name and sample.labels == labels]
+    assert len(matching) == 1, f"{name} {labels}: {matching}"
+    return matching[0]
+
+
+def attempts(samples: list[Sample], job_type: str, outcome: str) -> float:
+    return value(samples, f"{ATTEMPT_SECONDS}_count", type=job_type, outcome=outcome)
+
+
+def wait_for_value(name: str, expected: float, timeout: float = 10.0, **labels: str) -> float:
+    """The worker counts an attempt just after recording it: a scrape may come a moment before."""
+    deadline = time.monotonic() + timeout
+    while (current := value(scrape(), name, **labels)) < expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return current
+
+
+def test_every_metric_is_there_from_the_start_with_its_labels(db: None) -> None:
+    samples = scrape()
+
+    for name in COUNTERS:
+        for job_type in ["email", "webhook"]:
+            assert value(samples, f"{name}_total", type=job_type) >= 0
+    for job_type in ["email", "webhook"]:
+        for outcome in ["success", "failed"]:
+            assert attempts(samples, job_type, outcome) >= 0
+    assert value(samples, "notifyhub_jobs_pending") == 0
+    assert value(samples, "notifyhub_oldest_pending_job_age_seconds") == 0
+
+
+def test_a_job_accepted_through_the_api_is_counted_by_its_type(free: Client) -> None:
+    before = scrape()
+
+    assert free.send_webhook().status_code == 202
+
+    after = scrape()
+    accepted = "notifyhub_jobs_accepted_total"
+    assert value(after, accepted, type="webhook") == value(before, accepted, type="webhook") + 1
+    assert value(after, accepted, type="email") == value(before, accepted, type="email")
+
+
+def test_a_refused_send_is_not_counted(free: Client) -> None:
+    before = value(scrape(), "notifyhub_jobs_accepted_total", type="webhook")
+
+    assert free.send_webhook(url="http://not-https.example.com").status_code == 400
+
+    assert value(scrape(), "notifyhub_jobs_accepted_total", type="webhook") == before
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_delivery_by_the_worker_is_counted_with_its_duration(free: Client, receiver: Receiver) -> None:
+    before = scrape()
+
+    response = free.send_webhook(url=receiver.url("/hook"))
+    job = wait_for_job(response.json()["data"]["jobId"])
+
+    assert job.status == JobStatus.COMPLETED
+    delivered = "notifyhub_jobs_delivered_total"
+    expected = value(before, delivered, type="webhook") + 1
+    assert wait_for_value(delivered, expected, type="webhook") == expected
+    after = scrape()
+    assert value(after, "notifyhub_jobs_accepted_total", type="webhook") == (
+        value(before, "notifyhub_jobs_accepted_total", type="webhook") + 1
+    )
+    assert attempts(after, "webhook", "success") == attempts(before, "webhook", "success") + 1
+    assert value(after, f"{ATTEMPT_SECONDS}_sum", type="webhook", outcome="success") > value(
+        before, f"{ATTEMPT_SECONDS}_sum", type="webhook", outcome="success"
+    )
+    assert value(after, "notifyhub_jobs_failed_total", type="webhook") == value(
+        before, "notifyhub_jobs_failed_total", type="webhook"
+    )
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_job_that_fails_for_good_is_counted_failed(free: Client, receiver: Receiver) -> None:
+    receiver.script("/gone", Reply(status=410))
+    before = scrape()
+
+    job = wait_for_job(free.send_webhook(url=receiver.url("/gone")).json()["data"]["jobId"])
+
+    assert job.status == JobStatus.FAILED
+    failed = "notifyhub_jobs_failed_total"
+    expected = value(before, failed, type="webhook") + 1
+    assert wait_for_value(failed, expected, type="webhook") == expected
+    assert attempts(scrape(), "webhook", "failed") == attempts(before, "webhook", "failed") + 1
+
+
+def test_the_queue_is_read_from_the_database_when_scraped(free: Client) -> None:
+    jobs = [webhook_job_create(account=free.account, url="https://hooks.example.com/in", payload={}) for _ in range(3)]
+    Job.objects.filter(id=jobs[0].id).update(created_at=timezone.now() - timedelta(minutes=5))
+    Job.objects.filter(id=jobs[2].id).update(status=JobStatus.COMPLETED, requeue_at=None)
+
+    samples = scrape()
+
+    assert value(samples, "notifyhub_jobs_pending") == 2
+    assert 300 <= value(samples, "notifyhub_oldest_pending_job_age_seconds") < 330
+
+
+def test_a_retried_job_counts_as_pending_but_not_in_the_oldest_age(free: Client) -> None:
+    job = webhook_job_create(account=free.account, url="https://hooks.example.com/in", payload={})
+    a_day_ago = timezone.now() - timedelta(days=1)
+    Job.objects.filter(id=job.id).update(created_at=a_day_ago, started_at=a_day_ago)  # tried before, then retried
+
+    samples = scrape()
+
+    assert value(samples, "notifyhub_jobs_pending") == 1
+    assert value(samples, "notifyhub_oldest_pending_job_age_seconds") == 0
+
+
+@pytest.fixture
+def metrics_token(settings: Any) -> str:
+    settings.METRICS_TOKEN = "m3trics-t0ken"
+    return str(settings.METRICS_TOKEN)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"HTTP_AUTHORIZATION": "Bearer wrong-token"},
+        {"HTTP_AUTHORIZATION": "Bearer m3trics-t0ke"},
+        {"HTTP_AUTHORIZATION": "Basic m3trics-t0ken"},
+        {"HTTP_X_API_KEY": "m3trics-t0ken"},
+    ],
+    ids=["missing", "wrong", "a-prefix", "not-bearer", "as-api-key"],
+)
+def test_with_a_token_set_anything_but_that_token_is_refused(
+    db: None, metrics_token: str, headers: dict[str, str]
+) -> None:
+    response = APIClient().get("/metrics", **headers)
+
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer ")
+    assert b"notifyhub_" not in response.content
+
+
+def test_with_a_token_set_the_token_is_let_in(db: None, metrics_token: str) -> None:
+    samples = scrape(HTTP_AUTHORIZATION=f"Bearer {metrics_token}")
+
+    assert value(samples, "notifyhub_jobs_pending") == 0
+
+
+COUNT_IN_A_PROCESS = """
+import sys
+
+import django
+
+django.setup()
+from notifications.observability import ATTEMPT_SECONDS, job_accepted
+
+for _ in range(int(sys.argv[1])):
+    job_accepted("webhook")
+ATTEMPT_SECONDS["webhook", "success"].observe(0.2)
+"""
+
+
+def run_counting_process(folder: Path, accepted: int) -> None:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "PROMETHEUS_MULTIPROC_DIR": str(folder),
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_IN_A_PROCESS, str(accepted)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # start-up prints no warning
+
+
+def test_a_scrape_sums_every_process_sharing_the_folder(db: None, settings: Any, tmp_path: Path) -> None:
+    run_counting_process(tmp_path, accepted=2)
+    run_counting_process(tmp_path, accepted=3)
+    settings.PROMETHEUS_MULTIPROC_DIR = str(tmp_path)
+
+    samples = scrape()
+
+    assert value(samples, "notifyhub_jobs_accepted_total", type="webhook") == 5
+    assert value(samples, "notifyhub_jobs_accepted_total", type="email") == 0
+    assert attempts(samples, "webhook", "success") == 2
+    assert value(samples, f"{ATTEMPT_SECONDS}_bucket", type="webhook", outcome="success", le="0.25") == 2
+    assert value(samples, "notifyhub_jobs_pending") == 0  # the queue still comes from the database
+    assert not any(sample.name.startswith("process_") for sample in samples)  # only what the files hold
