@@ -5,7 +5,8 @@
   email     an email job through a fake provider against a webhook job, one at a time
   events    the provider-event receivers under gunicorn: signed SendGrid batches, then Postmark events at a steady rate
   dashboard what an account holder reads under gunicorn, with a million jobs of their own: GETs one at a time
-  all       the five in turn (the default)
+  purge     manage.py purgejobs deleting a million finished jobs while sends go on at a steady rate
+  all       the six in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -63,6 +64,7 @@ from bench.common import (
     wait_for_quiet,
 )
 from bench.dashboard import dashboard
+from bench.purge import purge
 from bench.receiver import Dump, ReceiverClient
 from tests.fakes.events import Delivery as ProviderPost
 from tests.fakes.events import PostmarkEvents, SendGridEvents
@@ -901,6 +903,7 @@ BENCHES: dict[str, Callable[[argparse.Namespace], None]] = {
     "email": email,
     "events": events,
     "dashboard": dashboard,
+    "purge": purge,
 }
 
 
@@ -910,7 +913,7 @@ def build_parser() -> argparse.ArgumentParser:
     option(common, "redis-url", "redis://127.0.0.1:6379/14", "flushed at start and end")
     option(common, "quiet-wait", 60.0, "before each measured run, wait up to this long for other work to stop")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", metavar="{accept,delivery,email,events,dashboard,all}")
+    commands = parser.add_subparsers(dest="command", metavar="{accept,delivery,email,events,dashboard,purge,all}")
     sub = commands.add_parser("accept", parents=[common], help="the accept path against its floor")
     option(sub, "duration", 20, "measured seconds per server", env="accept")
     option(sub, "warmup", 3, "warm-up seconds per server", env="accept")
@@ -949,7 +952,17 @@ def build_parser() -> argparse.ArgumentParser:
     option(sub, "requests", 20, "measured requests an endpoint, one after another", env="dashboard")
     option(sub, "warmup", 2, "unmeasured requests an endpoint before them", env="dashboard")
     option(sub, "port", 8771, "gunicorn's port", env="dashboard")
-    commands.add_parser("all", parents=[common], help="the five in turn (the default)")
+    sub = commands.add_parser("purge", parents=[common], help="purgejobs on a million old jobs while sends go on")
+    option(sub, "jobs", 1_000_000, "finished jobs older than the cutoff, three delivery logs each", env="purge")
+    option(sub, "kept", 20_000, "jobs the purge must leave: recent finished ones, 5% old unfinished", env="purge")
+    option(sub, "events", 100_000, "email events on the old email jobs", env="purge")
+    option(sub, "accounts", 40, "accounts sharing the jobs, whose keys send", env="purge")
+    option(sub, "older-than", 90, "purgejobs --older-than DAYS", env="purge")
+    option(sub, "rate", 50.0, "sends a second through the API", env="purge")
+    option(sub, "alone", 10.0, "seconds of sends before the purge starts", env="purge")
+    option(sub, "warmup", 3.0, "warm-up seconds of sends, unmeasured", env="purge")
+    option(sub, "port", 8771, "gunicorn's port", env="purge")
+    commands.add_parser("all", parents=[common], help="the six in turn (the default)")
     return parser
 
 

@@ -36,12 +36,11 @@ class Command(BaseCommand):
         **options: Any,
     ) -> None:
         holder, created_since = _usable_account(account), _day_start(since)
-        total = failed_jobs(account=holder, job_type=type, created_since=created_since).count()
-        batches = failed_jobs_retry(account=holder, job_type=type, created_since=created_since, batch_size=batch_size)
+        filters: dict[str, Any] = {"account": holder, "job_type": type, "created_since": created_since}
         requeued = skipped = 0
         try:
-            with Progress(self.stderr, total=total, noun="jobs") as progress:
-                for batch in batches:
+            with Progress(self.stderr, total=failed_jobs(**filters).count(), noun="jobs") as progress:
+                for batch in failed_jobs_retry(**filters, batch_size=batch_size):
                     requeued, skipped = requeued + batch.requeued, skipped + batch.skipped
                     progress.advance(batch.handled)
         except KeyboardInterrupt:
