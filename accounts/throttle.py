@@ -1,18 +1,24 @@
 """The rolling one-minute rate limit per API key (docs/rules.md, "Limits").
 
 ``limits``' moving window keeps each hit's time, so the window really rolls; on Redis the
-check-and-record is one Lua script, exact under concurrency across processes.
+check-and-record is one Lua script, exact under concurrency across processes. While the store
+fails, each process limits in its own memory with the same strategy, and tries the store again
+every few seconds.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from functools import cache
 
 from django.conf import settings
-from limits import RateLimitItemPerMinute
-from limits.storage import storage_from_string
+from limits import RateLimitItem, RateLimitItemPerMinute
+from limits.errors import StorageError
+from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
+from prometheus_client import Counter
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
@@ -21,26 +27,98 @@ from accounts.models import ApiKey
 
 logger = logging.getLogger(__name__)
 
+# A request asks the store once; a store that hangs (a stalled Redis, a dropped network) costs it this much, not
+# the seconds a TCP connect or read can take. Redis answers the script in well under a millisecond.
+STORE_TIMEOUT_SECONDS = 0.25
+# After a failure, the store is tried again by one request this often; the others meanwhile use memory.
+STORE_RETRY_SECONDS = 5.0
+
+_fallbacks = Counter(
+    "notifyhub_rate_limiter_fallbacks",
+    "Times a process began limiting API keys in its own memory because the rate limiter's store failed.",
+)
+
+
+class FallbackLimiter:
+    """The shared store's moving window, or this process's own while the store fails.
+
+    In memory a key gets its plan's limit in each process, not across them: looser, but still a limit.
+    """
+
+    def __init__(self, shared: MovingWindowRateLimiter) -> None:
+        self._shared = shared
+        self._local = MovingWindowRateLimiter(MemoryStorage())
+        self._lock = threading.Lock()
+        # Both None while the store answers; set from the first failure until the store answers again.
+        self._down_since: float | None = None
+        self._last_try: float | None = None
+
+    def hit(self, item: RateLimitItem, *identifiers: str) -> bool:
+        if self._store_due():
+            try:
+                allowed = self._shared.hit(item, *identifiers)
+            except StorageError as error:
+                self._store_failed(error.storage_error)
+            else:
+                if self._down_since is not None:
+                    self._store_recovered()
+                return allowed
+        return self._local.hit(item, *identifiers)
+
+    def reset(self) -> None:
+        self._local.storage.reset()
+        self._shared.storage.reset()
+
+    def _store_due(self) -> bool:
+        """Whether this request asks the store: always while it answers, else one request per retry interval."""
+        if self._down_since is None:
+            return True
+        with self._lock:
+            now = time.monotonic()
+            if self._last_try is not None and now - self._last_try < STORE_RETRY_SECONDS:
+                return False
+            self._last_try = now
+            return True
+
+    def _store_failed(self, error: Exception) -> None:
+        with self._lock:
+            self._last_try = time.monotonic()
+            if self._down_since is not None:
+                return
+            self._down_since = self._last_try
+        _fallbacks.inc()
+        logger.warning("Rate limiter store unavailable (%s); limiting in this process's memory until it answers", error)
+
+    def _store_recovered(self) -> None:
+        with self._lock:
+            if self._down_since is None:
+                return
+            seconds = time.monotonic() - self._down_since
+            self._down_since = self._last_try = None
+        logger.info("Rate limiter store answers again after %.1fs; limiting there again", seconds)
+
 
 @cache
-def _limiter() -> MovingWindowRateLimiter:
-    return MovingWindowRateLimiter(storage_from_string(settings.RATELIMIT_STORAGE_URL))
+def _limiter() -> FallbackLimiter:
+    # wrap_exceptions: every failure of the store's client arrives as one StorageError.
+    store = storage_from_string(
+        settings.RATELIMIT_STORAGE_URL,
+        wrap_exceptions=True,
+        socket_connect_timeout=STORE_TIMEOUT_SECONDS,
+        socket_timeout=STORE_TIMEOUT_SECONDS,
+    )
+    return FallbackLimiter(MovingWindowRateLimiter(store))
 
 
 def api_key_hit(*, api_key: ApiKey) -> bool:
     """Records one request for the key; False once the plan's limit is reached in the last minute."""
     item = RateLimitItemPerMinute(api_key.account.limits.requests_per_minute)
-    try:
-        return _limiter().hit(item, "api-key", str(api_key.pk))
-    except Exception:
-        # A limiter outage must not take the API down with it: let the request through, loudly.
-        logger.exception("Rate limiter unavailable; request allowed")
-        return True
+    return _limiter().hit(item, "api-key", str(api_key.pk))
 
 
 def reset_rate_limits() -> None:
     """Forgets every recorded hit (tests and `make run` restarts)."""
-    _limiter().storage.reset()
+    _limiter().reset()
 
 
 class ApiKeyRateThrottle(BaseThrottle):
