@@ -6,6 +6,7 @@ import factory
 from django.utils import timezone
 
 from notifications.models import DeliveryLog, Job, JobStatus, JobType
+from webhooks_inbound.models import EmailEvent
 
 
 class JobFactory(factory.django.DjangoModelFactory):
@@ -32,3 +33,18 @@ class DeliveryLogFactory(factory.django.DjangoModelFactory):
     error_message = "503 Service Unavailable"
     response_status = 503
     duration_ms = 12
+
+
+class EmailEventFactory(factory.django.DjangoModelFactory):
+    """A provider's report on a job's email, as the receivers store it."""
+
+    class Meta:
+        model = EmailEvent
+
+    account = factory.SelfAttribute("job.account")
+    provider = "SENDGRID"
+    type = "DELIVERED"
+    recipient = "user@example.com"
+    occurred_at = factory.LazyFunction(timezone.now)
+    provider_event_id = factory.Sequence(lambda n: f"evt-{n}")
+    payload = "{}"

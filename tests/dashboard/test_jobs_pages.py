@@ -16,8 +16,7 @@ from notifications.models import DailyTally, Job, JobStatus, JobType
 from notifications.services import NO_PROVIDER_MESSAGE, NOT_RETRYABLE_MESSAGE, REQUEUED_MESSAGE
 from tests.conftest import Client
 from tests.dashboard.pages import page_html, page_text
-from tests.factories import DeliveryLogFactory, FailedJobFactory, JobFactory
-from webhooks_inbound.models import EmailEvent
+from tests.factories import DeliveryLogFactory, EmailEventFactory, FailedJobFactory, JobFactory
 
 Holder = tuple[Browser, Account]
 
@@ -218,16 +217,7 @@ def test_an_email_jobs_page_shows_its_provider_and_events(holder: Holder) -> Non
     DeliveryLogFactory(
         job=job, attempt=1, status="success", used_provider="POSTMARK", response_status=200, error_message=None
     )
-    EmailEvent.objects.create(
-        account=account,
-        job=job,
-        provider="POSTMARK",
-        type="OPENED",
-        recipient="ada@example.com",
-        occurred_at=timezone.now(),
-        provider_event_id="evt-1",
-        payload="{}",
-    )
+    EmailEventFactory(job=job, provider="POSTMARK", type="OPENED", recipient="ada@example.com")
 
     text = page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
 

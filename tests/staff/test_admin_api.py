@@ -19,7 +19,7 @@ from tests.api.test_envelope import assert_error
 from tests.clients import APIClient
 from tests.conftest import Client
 from tests.domains.test_domain_api import request_domain, with_keys
-from tests.factories import DeliveryLogFactory, FailedJobFactory
+from tests.factories import DeliveryLogFactory, EmailEventFactory, FailedJobFactory
 from tests.fakes.providers import FakeResend, FakeSendGrid
 from webhooks_inbound.models import EmailEvent, TrackingCredentials
 
@@ -37,15 +37,7 @@ def with_everything(client: Client) -> Job:
     account = client.account
     job = FailedJobFactory(account=account)
     DeliveryLogFactory.create_batch(2, job=job, attempt=1)
-    EmailEvent.objects.create(
-        account=account,
-        job=job,
-        provider="SENDGRID",
-        type="BOUNCED",
-        occurred_at=timezone.now(),
-        provider_event_id="e1",
-        payload="{}",
-    )
+    EmailEventFactory(job=job, type="BOUNCED")
     DailyTally.objects.create(account=account, day=timezone.now().astimezone(UTC).date(), failed=1)
     UsagePeriod.objects.create(account=account, period_start=timezone.now().date(), used=3)
     signing_secret_generate(account=account)

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 from django.test import Client as DjangoClient
-from django.utils import timezone
 
 from accounts.models import Account, UsagePeriod
 from accounts.selectors import current_period
@@ -16,8 +15,7 @@ from core.crypto import encrypt
 from notifications.models import Job, JobStatus
 from tests.conftest import Client
 from tests.dashboard.pages import page_text
-from tests.factories import DeliveryLogFactory, FailedJobFactory, JobFactory
-from webhooks_inbound.models import EmailEvent
+from tests.factories import DeliveryLogFactory, EmailEventFactory, FailedJobFactory, JobFactory
 
 
 @pytest.fixture
@@ -170,16 +168,7 @@ def test_jobs_are_filtered_by_account_type_and_status(staff: DjangoClient, free:
 
 def test_a_job_shows_its_events_inline(staff: DjangoClient, free: Client) -> None:
     job = FailedJobFactory(account=free.account, type="email")
-    EmailEvent.objects.create(
-        account=free.account,
-        job=job,
-        provider="POSTMARK",
-        type="BOUNCED",
-        recipient="gone@example.com",
-        occurred_at=timezone.now(),
-        provider_event_id="ev-1",
-        payload="{}",
-    )
+    EmailEventFactory(job=job, provider="POSTMARK", type="BOUNCED", recipient="gone@example.com")
 
     text = page_text(staff.get(f"{JOBS}{job.id}/change/"))
 
