@@ -13,12 +13,9 @@ import re
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-
-from core.api.envelope import iso_utc
 
 # What every LogRecord carries anyway: anything else on a record came in a call's ``extra``.
 _RECORD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
@@ -38,7 +35,8 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "time": iso_utc(datetime.fromtimestamp(record.created, UTC)),
+            # As the API's timestamps (UTC, milliseconds, Z), from the record's own clock reading.
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +20,7 @@ from core.logs import JsonFormatter
 from tests.clients import APIClient
 from tests.conftest import WEBHOOK, Client, wait_for_job
 from tests.fakes.receiver import Receiver
-from tests.test_deploy import PRODUCTION, run
+from tests.test_deploy import PRODUCTION, ROOT, run
 
 Lines = Callable[[str], list[dict[str, Any]]]
 
@@ -153,6 +155,18 @@ def test_the_json_formatter_keeps_plain_fields_and_the_exception() -> None:
     assert (line["job_id"], line["attempt"]) == ("j-1", 2)
     assert "request" not in line  # not a plain value: Django's request objects print their query string
     assert "ValueError: boom" in line["exception"]
+
+
+def test_the_formatter_loads_before_django_is_set_up() -> None:
+    """Django configures logging while it sets up: the formatter's module must need nothing set up yet."""
+    env = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
+    record = "logging.makeLogRecord({'created': 0, 'msecs': 0})"
+    probe = f"import core.logs, logging; print(core.logs.JsonFormatter().format({record}))"
+
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["time"] == "1970-01-01T00:00:00.000Z"
 
 
 PRINT_LOG_FORMAT = "import django; django.setup(); from django.conf import settings; print(settings.LOG_FORMAT)"
