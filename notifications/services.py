@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
@@ -252,27 +253,53 @@ class PurgedBatch:
     rows: Counter[str]
 
 
+# How much of the jobs' creation a purge takes at a time (below).
+PURGE_WINDOW = timedelta(days=1)
+
+
 def finished_jobs_purge(*, finished_before: datetime, batch_size: int = 1000) -> Iterator[PurgedBatch]:
     """Deletes the jobs that finished (completed or failed for good) before ``finished_before``, with their delivery
     logs and provider events, a batch per transaction; yields what each batch deleted. Unfinished jobs stay, and so
     do the daily tallies (docs/job-states.md, "Daily figures").
 
-    Each account's jobs are walked by status down the (account, status, created_at) index: a job is created before
-    it finishes, so created_at bounds the walk and finished_at decides. A run stopped between batches is finished by
+    Oldest first, a day of creation at a time; within the day, account by account and status by status down the
+    (account, status, created_at) index (a job is created before it finishes, so created_at bounds the walk and
+    finished_at decides). A day's jobs of every account share the table's pages: taking days before accounts
+    rewrites a page within seconds, where a whole run account by account rewrote it once per account, after each
+    checkpoint as a full page in the WAL (bench/README.md, "purge"). A run stopped between batches is finished by
     running it again: what it deleted is gone, what it did not is still there.
     """
-    for account_id in Account.objects.order_by("id").values_list("id", flat=True):
-        for status in FINISHED:
-            finished = finished_jobs(finished_before=finished_before).filter(
-                account_id=account_id, status=status, created_at__lt=finished_before
-            )
-            position: store.Position | None = None
-            while True:
-                deleted, rows = store.delete_batch(finished, position=position, size=batch_size)
-                if not deleted:
-                    break
-                yield PurgedBatch(jobs=len(deleted), rows=rows)
-                position = deleted[-1]
+    finished = finished_jobs(finished_before=finished_before)
+    streams = [
+        finished.filter(account_id=account_id, status=status, created_at__lt=finished_before)
+        for account_id in Account.objects.order_by("id").values_list("id", flat=True)
+        for status in FINISHED
+    ]
+    # A stream: one account's jobs in one status. Each stream with jobs left, and when its next one was created.
+    upcoming = {number: created for number, jobs in enumerate(streams) if (created := _first_created(jobs))}
+    while upcoming:
+        window_end = min(upcoming.values()) + PURGE_WINDOW
+        for number in [number for number, created in upcoming.items() if created < window_end]:
+            yield from _purge_each_batch(streams[number].filter(created_at__lt=window_end), batch_size=batch_size)
+            following = _first_created(streams[number].filter(created_at__gte=window_end))
+            if following is None:
+                del upcoming[number]
+            else:
+                upcoming[number] = following
+
+
+def _first_created(jobs: QuerySet[Job]) -> datetime | None:
+    return jobs.order_by("created_at").values_list("created_at", flat=True).first()
+
+
+def _purge_each_batch(jobs: QuerySet[Job], *, batch_size: int) -> Iterator[PurgedBatch]:
+    position: store.Position | None = None
+    while True:
+        deleted, rows = store.delete_batch(jobs, position=position, size=batch_size)
+        if not deleted:
+            return
+        yield PurgedBatch(jobs=len(deleted), rows=rows)
+        position = deleted[-1]
 
 
 LOCAL_URL_MESSAGE = "url must not point to a local or private network address"

@@ -141,6 +141,17 @@ def test_it_purges_every_account_in_batches(free: Client, startup: Client) -> No
     assert list(Job.objects.values_list("id", flat=True)) == [kept.id]
 
 
+def test_the_oldest_go_first_a_day_at_a_time_across_accounts(free: Client, startup: Client) -> None:
+    finished_job(free.account, days_ago=40)
+    newest = finished_job(free.account, days_ago=35)
+    between = finished_job(startup.account, days_ago=38)
+    batches = finished_jobs_purge(finished_before=timezone.now() - timedelta(days=30))
+
+    left_after_each_batch = [set(Job.objects.values_list("id", flat=True)) for _ in batches]
+
+    assert left_after_each_batch == [{between.id, newest.id}, {newest.id}, set()]
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("args", "message"),
@@ -162,8 +173,8 @@ def test_it_refuses_anything_but_a_positive_number_of_days(free: Client, args: l
 
 
 def test_progress_goes_to_stderr_a_line_every_ten_batches_when_not_a_terminal(free: Client) -> None:
-    for days_ago in range(31, 56):
-        finished_job(free.account, days_ago=days_ago, logs=0)
+    for hour in range(25):
+        finished_job(free.account, days_ago=31 + hour / 30, logs=0)
     stderr = StringIO()
 
     purge("--older-than", "30", "--batch-size", "2", stderr=stderr)
@@ -174,8 +185,8 @@ def test_progress_goes_to_stderr_a_line_every_ten_batches_when_not_a_terminal(fr
 
 
 def test_progress_is_redrawn_in_place_on_a_terminal(free: Client) -> None:
-    for days_ago in range(31, 36):
-        finished_job(free.account, days_ago=days_ago, logs=0)
+    for hour in range(5):
+        finished_job(free.account, days_ago=31 + hour / 24, logs=0)
     stderr = Terminal()
 
     purge("--older-than", "30", "--batch-size", "2", stderr=stderr)
@@ -215,7 +226,7 @@ def interrupt_on_second_batch(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_interrupted_purge_reports_what_it_deleted_and_a_second_run_deletes_the_rest(
     free: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old = [finished_job(free.account, days_ago=days_ago, logs=2) for days_ago in range(31, 38)]
+    old = [finished_job(free.account, days_ago=31 + hour / 24, logs=2) for hour in range(7)]
     kept = finished_job(free.account, days_ago=3)
     out = StringIO()
     interrupt_on_second_batch(monkeypatch)
@@ -234,8 +245,8 @@ def test_an_interrupted_purge_reports_what_it_deleted_and_a_second_run_deletes_t
 
 
 def test_the_service_stopped_between_batches_leaves_the_rest_for_the_next_run(free: Client) -> None:
-    for days_ago in range(31, 41):
-        finished_job(free.account, days_ago=days_ago, logs=1)
+    for hour in range(10):
+        finished_job(free.account, days_ago=31 + hour / 24, logs=1)
     cutoff = timezone.now() - timedelta(days=30)
 
     first = [batch.jobs for batch in itertools.islice(finished_jobs_purge(finished_before=cutoff, batch_size=4), 1)]
