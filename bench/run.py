@@ -129,7 +129,7 @@ def accept_run(args: argparse.Namespace, target: str, *, first_key: int) -> Acce
     log(f"accept: {target} on port {args.port}")
     settings = "bench.floor_accept" if target == "floor" else None
     tree = revision_tree(args.against) if target == "before" else ROOT
-    with gunicorn(f"gunicorn-{target}", args.port, settings, tree=tree) as server:
+    with gunicorn(f"gunicorn-{target}", args.port, settings, tree=tree, **request_log_env(args, target)) as server:
         # One request first, so a broken server fails loudly instead of producing a fast row of errors.
         connection = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
         body = {"url": "https://hooks.example.com/in", "payload": {}, "idempotencyKey": uuid.uuid4().hex}
@@ -168,6 +168,16 @@ def accept_run(args: argparse.Namespace, target: str, *, first_key: int) -> Acce
         cpu_ms=cpu["server"] * 1000 / max(stats["requests"], 1),
         other_load=max(0.0, after.busy_since(before) - after.share_since(before, sum(cpu.values()))),
     )
+
+
+def request_log_env(args: argparse.Namespace, target: str) -> dict[str, str]:
+    """How the server logs requests. ``off``: not at all, so the bench measures the app, not log writing.
+    ``on``: as each side runs in production: gunicorn's access line before the app wrote its own request line
+    (docs/observability.md), the app's line (and gunicorn's off, its default) after.
+    """
+    if args.request_log == "off":
+        return {"GUNICORN_ACCESS_LOG": "off", "LOG_LEVEL": "WARNING"}
+    return {"GUNICORN_ACCESS_LOG": "-" if target == "before" else "off", "LOG_LEVEL": "INFO"}
 
 
 def accept_row(label: str, runs: list[AcceptRun]) -> tuple[Any, ...]:
@@ -922,6 +932,14 @@ def build_parser() -> argparse.ArgumentParser:
     option(sub, "wrk-threads", 2, "wrk threads (wrk shares the CPUs with the servers)", env="accept")
     option(sub, "port", 8771, "gunicorn's port", env="accept")
     option(sub, "against", "", "a git revision run in the floor's place: before against after", env="accept")
+    option(
+        sub,
+        "request-log",
+        "off",
+        "off: no line per request on either side; on: each side's own default (with --against)",
+        env="accept",
+        choices=["off", "on"],
+    )
     sub = commands.add_parser("delivery", parents=[common], help="webhook delivery against its floor, and latency")
     option(sub, "jobs", 5000, "jobs per throughput run", env="delivery")
     option(sub, "rounds", 3, "app then floor, this many times; the verdict takes the median ratio", env="delivery")
