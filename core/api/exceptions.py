@@ -11,6 +11,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from core.errors import Conflict, DomainError, InvalidRequest, NotFound, NotPermitted, UpstreamFailed
+from core.unavailable import UNAVAILABLE_MESSAGE, is_service_fault, log_service_fault, retry_after_header
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +57,19 @@ def _status_and_message(exc: Exception) -> tuple[int, str]:
         return 415, "Content-Type must be application/json"
     if isinstance(exc, exceptions.APIException):
         return exc.status_code, first_message(exc.detail)
+    if is_service_fault(exc):
+        log_service_fault(exc)
+        return 503, UNAVAILABLE_MESSAGE
     logger.exception("Unhandled error in API view")
     return 500, "Internal server error"
 
 
 def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    """No ``Retry-After`` is ever set: a 429 carries none (docs/rules.md)."""
+    """A 503 says when to come back (``Retry-After``); a 429 does not (docs/rules.md)."""
     status, message = _status_and_message(exc)
+    headers = retry_after_header() if status == 503 else {}
     # DRF puts the authenticator's challenge on a 401 it raises; the client learns how to sign in.
     challenge = getattr(exc, "auth_header", None)
-    return Response({"error": message}, status=status, headers={"WWW-Authenticate": challenge} if challenge else None)
+    if challenge:
+        headers["WWW-Authenticate"] = challenge
+    return Response({"error": message}, status=status, headers=headers or None)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request, server_error
 from drf_spectacular.utils import extend_schema
@@ -18,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from core.api.envelope import error_response
+from core.unavailable import RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, is_service_fault, log_service_fault
 
 
 class EnvelopeNegotiation(DefaultContentNegotiation):
@@ -91,4 +94,19 @@ def handle_bad_request(request: HttpRequest, exception: Exception) -> HttpRespon
 
 
 def handle_server_error(request: HttpRequest) -> HttpResponse:
+    """Django's 500 handler, called while the exception is being handled: a service's fault is a 503."""
+    error = sys.exc_info()[1]
+    if is_service_fault(error):
+        assert error is not None
+        return service_unavailable(request, error)
     return error_response(500, "Internal server error") if _is_api(request) else server_error(request)
+
+
+def service_unavailable(request: HttpRequest, error: BaseException) -> HttpResponse:
+    log_service_fault(error)
+    if _is_api(request):
+        response: HttpResponse = error_response(503, UNAVAILABLE_MESSAGE)
+    else:
+        response = HttpResponse(render_to_string("503.html"), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
