@@ -17,14 +17,10 @@ logger = logging.getLogger(__name__)
 
 UNAVAILABLE_MESSAGE = "Service temporarily unavailable"
 RETRY_AFTER_SECONDS = 5
-# The database's connection and server-side failures (psycopg's and sqlite3's, which Django wraps in these),
-# and redis-py's connection failures.
-SERVICE_FAULTS: tuple[type[Exception], ...] = (
-    db.OperationalError,
-    db.InterfaceError,
-    redis.ConnectionError,
-    redis.TimeoutError,
-)
+# The database's connection and server-side failures (psycopg's and sqlite3's, which Django wraps in these).
+DATABASE_FAULTS: tuple[type[Exception], ...] = (db.OperationalError, db.InterfaceError)
+# Those, and redis-py's connection failures.
+SERVICE_FAULTS: tuple[type[Exception], ...] = (*DATABASE_FAULTS, redis.ConnectionError, redis.TimeoutError)
 
 
 def is_service_fault(error: BaseException | None) -> bool:

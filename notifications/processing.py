@@ -14,22 +14,30 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.selectors import signing_secret_decrypt
+from core.unavailable import DATABASE_FAULTS
 from notifications import store
 from notifications.delivery.email import deliver_email
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
+from notifications.lease import Lease, lease_length, renewer
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobStatus, JobType
 from notifications.observability import attempt_recorded
-from notifications.queue import job_enqueue
+from notifications.queue import job_enqueue, queued_messages
 
 logger = logging.getLogger(__name__)
 
 # A retry task may run a moment before its due time by the database's clock.
 CLAIM_TOLERANCE = timedelta(seconds=1)
+# A worker claims a job within milliseconds of taking its task: a job still pending this long after its task
+# went out, with the queue empty, lost its task.
+PUBLISHED_AND_UNCLAIMED = timedelta(seconds=5)
+# A record that the database refused is tried again after these pauses, doubling, while the lease lasts.
+RECORD_RETRY_FIRST_PAUSE = 0.25
+RECORD_RETRY_MAX_PAUSE = 2.0
 # A job whose attempt was under way when a worker died this often fails instead of trying again:
 # the job itself may be what kills the worker (a crash in a library, memory running out).
 WORKER_DEATHS_ALLOWED = 3
@@ -39,25 +47,69 @@ def _seconds(name: str) -> timedelta:
     return timedelta(seconds=getattr(settings, name))
 
 
+class ClaimUnavailable(Exception):
+    """The database could not be asked for the job: nothing was claimed or sent, the task should run again."""
+
+
 def job_process(*, job_id: UUID) -> None:
-    """Runs one attempt of the job if this worker can claim it; otherwise does nothing."""
-    claim = job_claim(job_id=job_id)
+    """Runs one attempt of the job if this worker can claim it; otherwise does nothing.
+
+    Raises ClaimUnavailable when the database cannot be reached for the claim.
+    """
+    try:
+        claim = job_claim(job_id=job_id)
+    except DATABASE_FAULTS as error:
+        connection.close()  # the next task reconnects instead of finding this connection broken
+        raise ClaimUnavailable(str(error)) from error
     if claim is None:
         return
     job = claim.job
     attempt = job.attempts + 1
-    started = time.monotonic()
-    if _worker_deaths(job) >= WORKER_DEATHS_ALLOWED:
-        # Nothing records a worker's death: the claims it left behind are what tells.
-        message = f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt"
-        logger.error("Job %s: %s", job.id, message)
-        outcome = AttemptOutcome.failure(message, retryable=False)
-    else:
-        outcome = _attempt(claim, attempt=attempt)
-    seconds = time.monotonic() - started
-    job_status = job_record_attempt(job=job, outcome=outcome)
+    with renewer.held(job) as lease:
+        started = time.monotonic()
+        if _worker_deaths(job) >= WORKER_DEATHS_ALLOWED:
+            # Nothing records a worker's death: the claims it left behind are what tells.
+            message = f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt"
+            logger.error("Job %s: %s", job.id, message)
+            outcome = AttemptOutcome.failure(message, retryable=False)
+        else:
+            outcome = _attempt(claim, attempt=attempt)
+        seconds = time.monotonic() - started
+        job_status = _record_within_lease(lease, outcome)
     if job_status is not None:
         attempt_recorded(job, attempt=attempt, outcome=outcome, job_status=job_status, seconds=seconds)
+
+
+def _record_within_lease(lease: Lease, outcome: AttemptOutcome) -> str | None:
+    """Records the attempt, trying again while the database cannot be reached (a restart, a failover) and the
+    lease lasts: the attempt has happened, and recording it is what keeps it from happening twice.
+    """
+    pause = RECORD_RETRY_FIRST_PAUSE
+    while True:
+        try:
+            with lease.lock:
+                job_status = job_record_attempt(job=lease.job, outcome=outcome)
+                lease.ended = True
+                return job_status
+        except DATABASE_FAULTS as error:
+            connection.close()
+            if not _lease_outlasts(lease, pause):
+                logger.error(
+                    "Job %s: attempt not recorded, the database did not answer within its lease: %s",
+                    lease.job.id,
+                    error,
+                )
+                return None
+            logger.warning(
+                "Job %s: could not record the attempt, trying again in %.1fs: %s", lease.job.id, pause, error
+            )
+            time.sleep(pause)
+            pause = min(pause * 2, RECORD_RETRY_MAX_PAUSE)
+
+
+def _lease_outlasts(lease: Lease, pause: float) -> bool:
+    assert lease.job.locked_until is not None
+    return timezone.now() + timedelta(seconds=pause) < lease.job.locked_until
 
 
 def _worker_deaths(job: Job) -> int:
@@ -68,9 +120,7 @@ def _worker_deaths(job: Job) -> int:
 def job_claim(*, job_id: UUID) -> store.Claim | None:
     """Takes the job for one attempt if it is pending, or processing with its lock over."""
     now = timezone.now()
-    return store.claim(
-        job_id=job_id, now=now, lease_until=now + _seconds("JOB_LEASE_SECONDS"), claimable_until=now + CLAIM_TOLERANCE
-    )
+    return store.claim(job_id=job_id, now=now, lease_until=now + lease_length(), claimable_until=now + CLAIM_TOLERANCE)
 
 
 def _attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
@@ -148,8 +198,15 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> str | None:
 
 
 def jobs_sweep(*, batch_size: int = 1000) -> int:
-    """Re-sends the tasks of unfinished jobs whose requeue time has passed; returns how many."""
+    """Re-sends the tasks of unfinished jobs whose requeue time has passed, and of pending jobs whose task the
+    broker's queue cannot hold because it is empty; returns how many."""
     now = timezone.now()
+    if queued_messages() == 0:
+        # The task of a job pending for a while is nowhere: the broker lost its data (restarted without
+        # persistence), or a worker died between taking the message and claiming the job.
+        lost = store.bring_forward_pending(published_before=now - PUBLISHED_AND_UNCLAIMED, now=now)
+        if lost:
+            logger.warning("The broker's queue is empty but %d job(s) wait: re-sending them", lost)
     due = store.take_due_for_requeue(
         now=now, next_requeue_at=now + _seconds("JOB_REQUEUE_AFTER_SECONDS"), batch_size=batch_size
     )

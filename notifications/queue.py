@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import timedelta
 from functools import cache
 from typing import Any
 from uuid import UUID, uuid4
 
 from celery import current_app as app
+from django.utils import timezone
 from kombu import Connection, Producer
 from kombu.exceptions import OperationalError
+
+from core.unavailable import DATABASE_FAULTS
+from notifications import store
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +29,7 @@ _thread = threading.local()
 
 
 def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) -> None:
-    """Sends the job's task; if the broker is unreachable the job waits for the sweeper instead.
+    """Sends the job's task; if the broker is unreachable the job is marked for the sweeper instead.
 
     The job row is already committed, so the client's 202 stands: failing the request here
     would report a job as not accepted while it will be delivered.
@@ -37,6 +42,32 @@ def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) 
     except failures as error:
         _drop_producer()
         logger.warning("Broker unreachable; job %s will be re-sent by the sweeper: %s", job_id, error)
+        _leave_to_the_sweeper(job_id, countdown=countdown)
+
+
+def _leave_to_the_sweeper(job_id: UUID, *, countdown: float | None) -> None:
+    """Brings the job's requeue time forward to when its task was due, so the sweeper's first tick once the
+    broker answers publishes it (docs/delivery-engine.md, "The sweeper")."""
+    publish_at = timezone.now() + timedelta(seconds=countdown or 0)
+    try:
+        store.mark_unpublished(job_id=job_id, publish_at=publish_at)
+    except DATABASE_FAULTS as error:
+        # The requeue time the job already has still brings it back, later.
+        logger.warning("Job %s: could not mark it for the sweeper: %s", job_id, error)
+
+
+def queued_messages() -> int | None:
+    """How many tasks wait in the broker's queue, at every priority; None if the broker cannot be asked."""
+    connection, _ = _producer()
+    failures: tuple[type[BaseException], ...] = (OperationalError, OSError, *connection.connection_errors)
+    queue, _ = _publish_settings()
+    try:
+        channel: Any = connection.default_channel  # a virtual transport's channel; the stubs know only StdChannel
+        # Not passive: Redis keeps no empty list, and a passive declare of an empty queue says it does not exist.
+        return int(channel.queue_declare(queue=queue).message_count)
+    except failures:
+        _drop_producer()
+        return None
 
 
 def _publish(producer: Producer, *, job_id: UUID, priority: int, countdown: float | None) -> None:

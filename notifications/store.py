@@ -14,11 +14,12 @@ from collections import Counter
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, QuerySet
 
@@ -130,6 +131,19 @@ def _claim_sql() -> str:
     """
 
 
+def renew_lease(*, job_id: UUID, held_until: datetime | None, until: datetime) -> bool:
+    """Moves the end of a claim's lease, and the sweeper's time with it, to ``until``; False if the lease that ends
+    at ``held_until`` is no longer the job's (it ran out and another worker claimed the job)."""
+    held = Job.objects.filter(id=job_id, status=JobStatus.PROCESSING, locked_until=held_until)
+    return held.update(locked_until=until, requeue_at=until) == 1
+
+
+def mark_unpublished(*, job_id: UUID, publish_at: datetime) -> None:
+    """The job's task did not reach the broker: the sweeper publishes it on its first tick from ``publish_at``,
+    instead of when its requeue time would have come."""
+    Job.objects.filter(id=job_id, status__in=UNFINISHED, requeue_at__gt=publish_at).update(requeue_at=publish_at)
+
+
 def record_attempt(job: Job, *, changes: dict[str, Any], log: DeliveryLog) -> bool:
     """Applies ``changes`` to the claimed job and stores its log row, both or neither; a job that
     ``changes`` finish is counted in its day's DailyTally in the same transaction.
@@ -210,6 +224,14 @@ def take_due_for_requeue(*, now: datetime, next_requeue_at: datetime, batch_size
     if due:
         Job.objects.filter(id__in=[job_id for job_id, _ in due], requeue_at__lte=now).update(requeue_at=next_requeue_at)
     return due
+
+
+def bring_forward_pending(*, published_before: datetime, now: datetime) -> int:
+    """Pending jobs whose task went to the broker before ``published_before`` (their requeue time is that time
+    plus JOB_REQUEUE_AFTER_SECONDS) are due for the sweeper at ``now``; returns how many."""
+    requeue_before = published_before + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS)
+    waiting = Job.objects.filter(status=JobStatus.PENDING, requeue_at__gt=now, requeue_at__lt=requeue_before)
+    return waiting.update(requeue_at=now)
 
 
 def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> Job | None:

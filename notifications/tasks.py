@@ -6,20 +6,29 @@ import logging
 from datetime import timedelta
 from uuid import UUID
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from notifications.processing import job_process, jobs_sweep
+from notifications.processing import ClaimUnavailable, job_process, jobs_sweep
 from notifications.queue import DELIVER_TASK
 from notifications.services import finished_jobs_purge
 
 logger = logging.getLogger(__name__)
 
+# A task whose claim met a database that did not answer runs again after 1, 2, ... seconds, at most this.
+CLAIM_RETRY_MAX_SECONDS = 5
 
-@shared_task(name=DELIVER_TASK)
-def deliver_job(job_id: str) -> None:
-    job_process(job_id=UUID(job_id))
+
+@shared_task(name=DELIVER_TASK, bind=True, max_retries=None)
+def deliver_job(self: Task, job_id: str) -> None:
+    try:
+        job_process(job_id=UUID(job_id))
+    except ClaimUnavailable as error:
+        # The message is acknowledged once this task ends: a new one keeps the job moving as soon as the
+        # database answers, instead of when the sweeper's requeue time comes (docs/delivery-engine.md).
+        logger.warning("Job %s: database unavailable for the claim, trying again: %s", job_id, error)
+        raise self.retry(countdown=min(1 + self.request.retries, CLAIM_RETRY_MAX_SECONDS)) from error
 
 
 @shared_task(name="notifications.sweep_jobs")

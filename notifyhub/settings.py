@@ -284,11 +284,10 @@ EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 WEBHOOK_CA_BUNDLE = env_optional("WEBHOOK_CA_BUNDLE")
-# How long a worker holds a job for one attempt; past it, another worker may take over. It must
-# outlast the slowest attempt: connect and read timeouts, for each of three providers in failover.
-JOB_LEASE_SECONDS = env_int(
-    "JOB_LEASE_SECONDS", max(2 * WEBHOOK_TIMEOUT_SECONDS, 3 * 2 * PROVIDER_TIMEOUT_SECONDS) + 60, minimum=1
-)
+# How long a claim holds a job; past it, another worker may take over. The worker renews it while the attempt
+# runs (notifications/lease.py), so it bounds how long the job of a worker that died waits, not how long an
+# attempt may take.
+JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 15, minimum=3)
 # A queued job whose task has not run after this long has its task sent again.
 JOB_REQUEUE_AFTER_SECONDS = env_int("JOB_REQUEUE_AFTER_SECONDS", 300, minimum=1)
 # How late a scheduled retry may be before the sweeper re-sends it.

@@ -8,6 +8,7 @@ from uuid import uuid4
 
 import pytest
 from celery import Celery
+from django.utils import timezone
 
 from notifications import queue
 from notifications.models import Job
@@ -27,7 +28,7 @@ def broker_down(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("broker_down")
 @pytest.mark.django_db(transaction=True)
-def test_an_accepted_job_stands_when_the_broker_is_down(free: Client, caplog: Any) -> None:
+def test_an_accepted_job_stands_when_the_broker_is_down_and_is_due_for_the_sweeper(free: Client, caplog: Any) -> None:
     started = time.monotonic()
 
     response = free.send_webhook()
@@ -36,7 +37,9 @@ def test_an_accepted_job_stands_when_the_broker_is_down(free: Client, caplog: An
     assert time.monotonic() - started < 5
     job = Job.objects.get(id=response.json()["data"]["jobId"])
     assert job.status == "pending"
+    # Marked for the sweeper's next tick, not left for the requeue time minutes away.
     assert job.requeue_at is not None
+    assert job.requeue_at <= timezone.now()
     assert "will be re-sent by the sweeper" in caplog.text
 
 

@@ -1,0 +1,182 @@
+"""Recovering in seconds: leases renewed while an attempt runs, records and claims that outlast a database
+restart, and tasks the broker lost found by the sweeper (docs/delivery-engine.md)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from notifications.models import Job, JobStatus
+from notifications.processing import job_claim, job_process, jobs_sweep
+from notifications.queue import job_enqueue
+from tests.conftest import Client, wait_for_job
+from tests.fakes.receiver import Receiver, Reply
+
+Messages = Callable[[], list[dict[str, Any]]]
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def _database_restarting(*, sparing: int | None, seconds: float) -> Iterator[None]:
+    """What a restart of PostgreSQL does to this process: every session of the test database but ``sparing``'s
+    (a backend pid) is ended, and new connections are refused for ``seconds`` (they go to a closed port)."""
+    port = connection.settings_dict["PORT"]
+    params = connection.get_connection_params()
+    connection.settings_dict["PORT"] = _closed_port()
+    with psycopg.connect(
+        **{key: params[key] for key in ("dbname", "user", "host") if params.get(key)}, port=port
+    ) as db:
+        db.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
+            [sparing or 0],
+        )
+    back = threading.Timer(seconds, connection.settings_dict.__setitem__, ("PORT", port))
+    back.start()
+    try:
+        yield
+    finally:
+        back.join()
+
+
+def _webhook_job(client: Client, receiver: Receiver, messages: Messages) -> UUID:
+    """A job accepted through the API whose task no worker will take: the test runs it."""
+    job_id = UUID(client.send_webhook(url=receiver.url()).json()["data"]["jobId"])
+    messages()
+    return job_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_attempt_keeps_its_job_past_its_lease_and_is_sent_once(
+    free: Client, receiver: Receiver, delivery_settings: Any, broker_messages: Messages
+) -> None:
+    delivery_settings.JOB_LEASE_SECONDS = 3
+    delivery_settings.WEBHOOK_TIMEOUT_SECONDS = 10
+    receiver.script("/hook", Reply(delay=5))
+    job_id = _webhook_job(free, receiver, broker_messages)
+    worker = threading.Thread(target=_process_and_disconnect, args=(job_id,))
+    worker.start()
+    receiver.wait_for(1)
+    first_lease_end = Job.objects.get(id=job_id).locked_until
+    assert first_lease_end is not None
+
+    lease_ends, second_claims, swept = set(), [], []
+    while worker.is_alive():
+        # What another worker and the sweeper would do meanwhile: neither may take the job.
+        lease_ends.add(Job.objects.get(id=job_id).locked_until)
+        second_claims.append(job_claim(job_id=job_id))
+        swept.append(jobs_sweep())
+        time.sleep(0.25)
+    worker.join()
+
+    assert second_claims
+    assert set(second_claims) == {None}
+    assert set(swept) == {0}
+    assert max(end for end in lease_ends if end is not None) > first_lease_end
+    job = Job.objects.get(id=job_id)
+    assert (job.status, job.attempts, job.delivery_logs.count()) == (JobStatus.COMPLETED, 1, 1)
+    assert len(receiver.arrivals) == 1
+
+
+def _process_and_disconnect(job_id: UUID) -> None:
+    try:
+        job_process(job_id=job_id)
+    finally:
+        connection.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_delivered_attempt_is_recorded_once_the_database_is_back(
+    free: Client, receiver: Receiver, delivery_settings: Any, broker_messages: Messages, caplog: Any
+) -> None:
+    receiver.script("/hook", Reply(delay=0.5))
+    job_id = _webhook_job(free, receiver, broker_messages)
+    connection.ensure_connection()
+    assert connection.connection is not None
+    this_session = connection.connection.info.backend_pid
+
+    def restart_once_delivered() -> None:
+        receiver.wait_for(1)
+        with _database_restarting(sparing=None, seconds=1.5):
+            pass
+
+    restart = threading.Thread(target=restart_once_delivered)
+    restart.start()
+    job_process(job_id=job_id)  # this session ends under it while the receiver answers
+    restart.join()
+
+    assert connection.connection is None or connection.connection.info.backend_pid != this_session
+    job = Job.objects.get(id=job_id)
+    assert (job.status, job.delivery_logs.count()) == (JobStatus.COMPLETED, 1)
+    assert len(receiver.arrivals) == 1
+    assert "could not record the attempt, trying again" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("delivery_settings")
+def test_the_sweeper_resends_a_pending_job_whose_task_the_empty_queue_lost(
+    free: Client, receiver: Receiver, broker_messages: Messages
+) -> None:
+    lost, just_sent = (_webhook_job(free, receiver, broker_messages) for _ in range(2))
+    # Sent 10 s ago and 1 s ago: a worker claims a job well within 5 s of its task going out.
+    requeue_after = timedelta(seconds=300)
+    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + requeue_after - timedelta(seconds=10))
+    Job.objects.filter(id=just_sent).update(requeue_at=timezone.now() + requeue_after - timedelta(seconds=1))
+
+    assert jobs_sweep() == 1
+
+    assert [message["args"] for message in broker_messages()] == [[str(lost)]]
+    requeue_at = Job.objects.get(id=lost).requeue_at
+    assert requeue_at is not None
+    assert requeue_at > timezone.now() + timedelta(seconds=250)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("delivery_settings")
+def test_the_sweeper_leaves_pending_jobs_alone_while_the_queue_holds_tasks(
+    free: Client, receiver: Receiver, broker_messages: Messages
+) -> None:
+    waiting = _webhook_job(free, receiver, broker_messages)
+    Job.objects.filter(id=waiting).update(requeue_at=timezone.now() + timedelta(seconds=200))
+    job_enqueue(job_id=waiting, priority=5)  # its task is still queued, behind others
+
+    assert jobs_sweep() == 0
+
+    assert len(broker_messages()) == 1
+
+
+# Last in the module: the in-process worker it starts keeps taking tasks until the module ends.
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_a_task_whose_claim_finds_the_database_down_runs_again_once_it_is_back(
+    free: Client, receiver: Receiver, worker: None, caplog: Any
+) -> None:
+    connection.ensure_connection()
+    assert connection.connection is not None
+    with _database_restarting(sparing=connection.connection.info.backend_pid, seconds=2.5):
+        # Accepted on this session, spared by the restart; the worker's claim meets the restart.
+        job_id = free.send_webhook(url=receiver.url()).json()["data"]["jobId"]
+
+    job = wait_for_job(job_id, timeout=20)
+
+    assert (job.status, job.delivery_logs.count()) == (JobStatus.COMPLETED, 1)
+    assert len(receiver.arrivals) == 1
+    assert "database unavailable for the claim, trying again" in caplog.text
