@@ -34,6 +34,7 @@ run: install
 	@echo "  Sign up:         http://127.0.0.1:$(PORT)/signup/  (the confirmation email lands in var/outbox/)"
 	@echo "  Or from here:    $(BIN)/python manage.py createaccount you@example.com --plan free"
 	@echo "  Then:            curl -H 'X-API-Key: <key>' http://127.0.0.1:$(PORT)/api/v1/ping"
+	@echo "  See webhooks:    $(BIN)/python manage.py listen --account you@example.com  (README.md, Quick start)"
 	@echo "  Health, metrics: http://127.0.0.1:$(PORT)/api/v1/health  http://127.0.0.1:$(PORT)/metrics"
 	@echo ""
 	rm -rf $(METRICS_DIR) && mkdir -p $(METRICS_DIR)

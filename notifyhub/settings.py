@@ -284,6 +284,9 @@ EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 WEBHOOK_CA_BUNDLE = env_optional("WEBHOOK_CA_BUNDLE")
+# Runs for trying things (SQLite, or DEBUG) trust the CA of `manage.py listen` and let webhooks reach its one port
+# on 127.0.0.1, nothing else local (docs/operations.md); production (PostgreSQL, DEBUG off) never does.
+WEBHOOK_TRUST_LISTENER = DEBUG or DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
 # How long a claim holds a job; past it, another worker may take over. The worker renews it while the attempt
 # runs (notifications/lease.py), so it bounds how long the job of a worker that died waits, not how long an
 # attempt may take.

@@ -3,7 +3,8 @@
 requests-hardened resolves the host once and connects to the address it checked, so a DNS
 answer cannot change between the check and the connection. The check is ours,
 :func:`is_public_address`, both here at connect time and when a send is accepted: only
-globally routable unicast addresses pass. Redirects are never followed. One pooled session
+globally routable unicast addresses pass, and in a local run the receiver of ``manage.py listen``
+(:mod:`notifications.delivery.local_listener`). Redirects are never followed. One pooled session
 per process and configuration keeps connections alive.
 """
 
@@ -16,7 +17,7 @@ import threading
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import certifi
 import requests
@@ -24,6 +25,8 @@ from django.conf import settings
 from requests_hardened import Config, HTTPSession
 from requests_hardened.ip_filter import InvalidIPAddress
 from requests_hardened.ip_filter_adapter import IPFilterAdapter
+
+from notifications.delivery.local_listener import Listener, current_listener
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # The IPv6 global unicast space; everything outside it (IPv4-compatible ::/96, IPv4-translated
@@ -38,11 +41,14 @@ def webhook_session() -> requests.Session:
         block_private=not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
         timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
         ca_bundle=settings.WEBHOOK_CA_BUNDLE,
+        listener=current_listener(),
     )
 
 
 @cache
-def _session(*, block_private: bool, timeout: int, ca_bundle: str | None) -> requests.Session:
+def _session(
+    *, block_private: bool, timeout: int, ca_bundle: str | None, listener: Listener | None
+) -> requests.Session:
     config = Config(
         ip_filter_enable=block_private,
         ip_filter_allow_loopback_ips=False,
@@ -52,19 +58,20 @@ def _session(*, block_private: bool, timeout: int, ca_bundle: str | None) -> req
     session = HTTPSession(config)
     if block_private:
         for scheme in ("http://", "https://"):
-            session.mount(scheme, PublicAddressAdapter(is_https_proto=scheme == "https://"))
+            session.mount(scheme, PublicAddressAdapter(is_https_proto=scheme == "https://", listener=listener))
     session.trust_env = False  # no proxies or CA settings from the environment
-    session.verify = _trusted_cas(ca_bundle) if ca_bundle else certifi.where()
+    extra_bundles = [bundle for bundle in (ca_bundle, listener.ca_file if listener else None) if bundle]
+    session.verify = _trusted_cas(*extra_bundles) if extra_bundles else certifi.where()
     return session
 
 
-def _trusted_cas(extra_bundle: str) -> str:
-    """The public CAs plus the extra bundle: ``verify=`` takes one file, which replaces the defaults.
+def _trusted_cas(*extra_bundles: str) -> str:
+    """The public CAs plus the extra bundles: ``verify=`` takes one file, which replaces the defaults.
 
     urllib3 reads the file on every new connection, from any thread or worker process, so it
     is never rewritten in place: each content gets its own name, written whole then renamed.
     """
-    contents = Path(certifi.where()).read_text() + "\n" + Path(extra_bundle).read_text()
+    contents = "\n".join(Path(bundle).read_text() for bundle in (certifi.where(), *extra_bundles))
     digest = hashlib.sha256(contents.encode()).hexdigest()[:16]
     combined = Path(settings.VAR_DIR) / f"webhook-ca-bundle-{digest}.pem"
     if not combined.exists():
@@ -86,31 +93,47 @@ def is_public_address(address: IPAddress) -> bool:
 
 
 def is_local_target(url: str) -> bool:
-    """Whether the URL names localhost or a literal IP address that is not public.
+    """Whether the URL names localhost or a literal IP address that is not public, other than
+    a running ``manage.py listen`` in a local run.
 
     Only what the URL says, checked when a send is accepted: names that resolve to other
     addresses are refused at delivery, where the resolved address is checked and connected to.
     """
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    parts = urlsplit(url)
+    host = (parts.hostname or "").rstrip(".").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
-    return not is_public_address(address)
+    return not is_public_address(address) and not _is_listener(address, parts)
+
+
+def _is_listener(address: IPAddress, parts: SplitResult) -> bool:
+    listener = current_listener()
+    try:
+        return listener is not None and listener.admits(address, parts.port)
+    except ValueError:  # a port out of range
+        return False
 
 
 class PublicAddressAdapter(IPFilterAdapter):
     """requests-hardened's adapter, with :func:`is_public_address` judging the address it pinned.
 
     Its own filter asks ``is_private``, which lets IPv4-compatible and site-local IPv6 through.
+    With a listener it lets loopback through, and this check admits the listener's one port.
     """
+
+    def __init__(self, *, is_https_proto: bool, listener: Listener | None) -> None:
+        super().__init__(is_https_proto=is_https_proto, allow_loopback=listener is not None)
+        self._listener = listener
 
     def build_connection_pool_key_attributes(self, *args: Any, **kwargs: Any) -> Any:
         host_params, pool_kwargs = super().build_connection_pool_key_attributes(*args, **kwargs)
         address = ipaddress.ip_address(host_params["host"].strip("[]"))
-        if not is_public_address(address):
+        admitted = self._listener is not None and self._listener.admits(address, host_params["port"])
+        if not is_public_address(address) and not admitted:
             raise InvalidIPAddress(address)
         return host_params, pool_kwargs
 
