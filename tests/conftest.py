@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,13 @@ from tests.fakes.receiver import Receiver
 pytest_plugins = ["tests.providers_fixtures"]
 
 REQUIRE_SERVICES = os.environ.get("NOTIFYHUB_REQUIRE_SERVICES", "").lower() == "true"
+
+
+def free_port() -> int:
+    """A local port nothing listens on: bound for a moment, then let go (a connection to it is refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _unavailable(reason: str) -> None:

@@ -9,7 +9,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import redis
 from prometheus_client import REGISTRY
 
 from accounts import throttle
-from tests.conftest import Client, _unavailable
+from tests.conftest import Client, _unavailable, free_port
 
 FALLBACKS = "notifyhub_rate_limiter_fallbacks_total"
 # A request through the test client takes a few milliseconds; one that waited on a dead Redis would take seconds.
@@ -33,7 +32,7 @@ class RedisServer:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.port = _free_port()
+        self.port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -72,12 +71,6 @@ class RedisServer:
     def resume(self) -> None:
         assert self._process is not None
         os.kill(self._process.pid, signal.SIGCONT)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

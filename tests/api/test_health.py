@@ -13,18 +13,10 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from tests.clients import APIClient
-from tests.conftest import Client
+from tests.conftest import Client, free_port
 from tests.test_deploy import PRODUCTION, run
 
 HEALTH = "/api/v1/health"
-
-
-def closed_port() -> int:
-    """A port nothing listens on: bound for a moment, then let go."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 @pytest.fixture
@@ -48,12 +40,12 @@ def point_database_at(monkeypatch: pytest.MonkeyPatch, port: int) -> None:
 
 @pytest.fixture
 def database_down(db: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    point_database_at(monkeypatch, closed_port())
+    point_database_at(monkeypatch, free_port())
 
 
 @pytest.fixture
 def broker_down(settings: Any) -> None:
-    settings.REDIS_URL = f"redis://127.0.0.1:{closed_port()}/0"
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
 
 
 def health() -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,15 +13,9 @@ from django.test import Client as BrowserClient
 
 from accounts.models import UsagePeriod
 from notifications.models import Job
-from tests.conftest import Client
+from tests.conftest import Client, free_port
 
 PASSWORD = "a-long-password-1"
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -32,7 +25,7 @@ def database_down(transactional_db: None) -> Iterator[None]:
     saved = dict(connection.settings_dict)
     connection.close()
     if connection.vendor == "postgresql":
-        connection.settings_dict["PORT"] = _closed_port()
+        connection.settings_dict["PORT"] = free_port()
     else:
         connection.settings_dict["NAME"] = "/nonexistent/notifyhub/db.sqlite3"
     yield
@@ -80,7 +73,7 @@ def test_sign_in_with_redis_down_is_a_503_page(settings: Any) -> None:
         **settings.CACHES,
         settings.RATELIMIT_USE_CACHE: {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": f"redis://127.0.0.1:{_closed_port()}/0",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
         },
     }
 

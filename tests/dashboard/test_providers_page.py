@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -16,7 +15,7 @@ from accounts.plans import Plan
 from accounts.services import provider_key_move, provider_key_remove, provider_key_set
 from core.crypto import decrypt
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
-from tests.conftest import Client
+from tests.conftest import Client, free_port
 from tests.dashboard.pages import page_text
 from tests.fakes.providers import FakePostmark, FakeProvider, FakeResend, FakeSendGrid
 from tests.providers_fixtures import POSTMARK_ACCOUNT_TOKEN, POSTMARK_KEY, RESEND_KEY, SENDGRID_KEY
@@ -72,10 +71,7 @@ def verified_domain(account: Account, *registered: str) -> SenderDomain:
 
 def closed_port_url() -> str:
     """A local address nothing listens on: connecting is refused at once."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/"
+    return f"http://127.0.0.1:{free_port()}/"
 
 
 # --- the list ----------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ restart, and tasks the broker lost found by the sweeper (docs/delivery-engine.md
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,16 +19,10 @@ from django.utils import timezone
 from notifications.models import Job, JobStatus
 from notifications.processing import job_claim, job_process, jobs_sweep
 from notifications.queue import job_enqueue
-from tests.conftest import Client, wait_for_job
+from tests.conftest import Client, free_port, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
 
 Messages = Callable[[], list[dict[str, Any]]]
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager
@@ -38,7 +31,7 @@ def _database_restarting(*, sparing: int | None, seconds: float) -> Iterator[Non
     (a backend pid) is ended, and new connections are refused for ``seconds`` (they go to a closed port)."""
     port = connection.settings_dict["PORT"]
     params = connection.get_connection_params()
-    connection.settings_dict["PORT"] = _closed_port()
+    connection.settings_dict["PORT"] = free_port()
     with psycopg.connect(
         **{key: params[key] for key in ("dbname", "user", "host") if params.get(key)}, port=port
     ) as db:

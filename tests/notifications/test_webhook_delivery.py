@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any
 
@@ -12,7 +11,7 @@ from accounts.services import signing_secret_generate
 from core.signing import verify_signature
 from notifications.models import JobStatus
 from notifications.services import webhook_job_create
-from tests.conftest import Client, wait_for_job
+from tests.conftest import Client, free_port, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.usefixtures("worker")
@@ -141,15 +140,9 @@ def test_three_failures_fail_the_job(free: Client, receiver: Receiver) -> None:
     assert job.delivery_logs.count() == 3
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_a_refused_connection_is_retried_with_a_clear_message(free: Client, delivery_settings: Any) -> None:
     delivery_settings.WEBHOOK_RETRY_DELAYS = [0, 0]
-    response = free.send_webhook(url=f"https://127.0.0.1:{_closed_port()}/hook")
+    response = free.send_webhook(url=f"https://127.0.0.1:{free_port()}/hook")
 
     job = wait_for_job(response.json()["data"]["jobId"])
 
