@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
+from tests.conftest import free_port
 from tests.test_deploy import ROOT
 
 HEADING = "## Quick start"
@@ -171,15 +171,9 @@ def _processes_with(marker: str) -> list[int]:
     return pids
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def quick_start(tmp_path: Path) -> Iterator[QuickStart]:
-    run = QuickStart(tmp_path, _free_port())
+    run = QuickStart(tmp_path, free_port())
     try:
         yield run
     finally:
