@@ -1,12 +1,13 @@
 """A customer's webhook endpoint: a real local HTTPS server that records what arrives.
 
 Responses are scripted per path (status, headers, body, delay, or a dropped connection); once the
-script for a path runs out, it answers 200.
+script for a path runs out, it answers with the path's standing reply if one is set, else 200.
 """
 
 from __future__ import annotations
 
 import ssl
+import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -37,13 +38,23 @@ class Arrival:
     at: float = field(default_factory=time.time)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that went away before its answer (a worker killed, a timeout) is what some tests do on
+        # purpose: not a failure of the receiver, and no traceback for it.
+        if not isinstance(sys.exc_info()[1], ConnectionError | ssl.SSLError):
+            super().handle_error(request, client_address)
+
+
 class Receiver:
     def __init__(self, ca: trustme.CA) -> None:
         self.arrivals: list[Arrival] = []
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
+        self._standing: dict[str, Reply] = {}
         self._arrived = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
@@ -67,6 +78,10 @@ class Receiver:
     def script(self, path: str, *replies: Reply) -> None:
         self._scripts[path].extend(replies)
 
+    def answer_always(self, path: str, reply: Reply) -> None:
+        """Every request to ``path`` gets ``reply`` once the path's script has run out (a slow endpoint, say)."""
+        self._standing[path] = reply
+
     def wait_for(self, count: int, timeout: float = 15.0) -> list[Arrival]:
         with self._arrived:
             self._arrived.wait_for(lambda: len(self.arrivals) >= count, timeout)
@@ -74,7 +89,7 @@ class Receiver:
 
     def _reply_for(self, path: str) -> Reply:
         script = self._scripts[path]
-        return script.popleft() if script else Reply()
+        return script.popleft() if script else self._standing.get(path, Reply())
 
     def _record(self, arrival: Arrival) -> None:
         with self._arrived:

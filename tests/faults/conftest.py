@@ -1,0 +1,135 @@
+"""The fault tests' service, all of its own: PostgreSQL (initdb, pg_ctl), Redis, an HTTPS receiver in this process,
+and the Procfile's web, worker and beat under honcho, with Startup API keys to send with.
+
+None of the suite's DATABASE_URL or REDIS_URL is used, so the tests run in the embedded `make test` as well. They
+need initdb and pg_ctl (on PATH, or /usr/lib/postgresql/*/bin) and redis-server: without them they skip, or fail
+under NOTIFYHUB_REQUIRE_SERVICES=true (CI). The processes' logs stay in pytest's temporary folder ("faults0"),
+named in every failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from bench.common import ROOT
+from bench.run import REQUESTS_PER_KEY
+from tests.accounts.test_limiter_fallback import RedisServer
+from tests.conftest import _unavailable, free_port
+from tests.fakes.receiver import Receiver
+from tests.faults.harness import Harness
+from tests.faults.load import MAX_RATE, Traffic
+from tests.faults.report import HEADER, ROWS, Fault, report_path, start_report
+from tests.faults.services import Postgres, ProcfileProcesses, postgres_bin_dir
+
+# The suite's own settings, which must not reach the service's processes.
+SUITE_VARIABLES = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "NOTIFYHUB_VAR_DIR",
+    "DJANGO_SETTINGS_MODULE",
+    "GUNICORN_BIND",
+    "PORT",
+    "PROMETHEUS_MULTIPROC_DIR",
+)
+# Keys enough that the fastest traffic stays well under each Startup key's 200 requests a minute.
+API_KEYS = math.ceil(MAX_RATE * 60 / REQUESTS_PER_KEY) + 2
+WARM_UP = Traffic("warm-up", rate=10, count=10)
+# The worker's first task imports the delivery code and opens its connections.
+WARM_UP_SECONDS = 90.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "faults: breaks a service of its own under load (tests/faults/); minutes long")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if ROWS:
+        terminalreporter.write_sep("-", "fault tests")
+        for line in [*HEADER.splitlines(), *ROWS]:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="module")
+def harness(ca: trustme.CA, ca_bundle: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    bin_dir = _required_binaries()
+    folder = tmp_path_factory.mktemp("faults")
+    start_report(report_path())
+    with contextlib.ExitStack() as stack:
+        postgres = Postgres(bin_dir, log_dir=folder)
+        stack.callback(postgres.stop)
+        postgres.start()
+        redis = RedisServer(folder)
+        stack.callback(redis.stop)
+        redis.start()
+        receiver = stack.enter_context(Receiver(ca))
+        env = _service_env(postgres, redis, ca_bundle, folder / "var")
+        api_keys = _seed(env, folder)
+        log_path = folder / "procfile.log"
+        processes = stack.enter_context(ProcfileProcesses(env, web_port=free_port(), log_path=log_path))
+        harness = Harness(postgres, redis, processes, receiver, api_keys, log_dir=folder)
+        _warm_up(harness)
+        yield harness
+
+
+def _required_binaries() -> Path:
+    bin_dir = postgres_bin_dir()
+    needs = {
+        "PostgreSQL's initdb and pg_ctl": bin_dir is not None,
+        "redis-server": shutil.which("redis-server") is not None,
+        # The server refuses to run as root: as root it runs as the postgres user.
+        "runuser": os.geteuid() != 0 or shutil.which("runuser") is not None,
+    }
+    if missing := [name for name, found in needs.items() if not found]:
+        _unavailable(f"the fault tests need {', '.join(missing)}")
+    assert bin_dir is not None
+    return bin_dir
+
+
+def _service_env(postgres: Postgres, redis: RedisServer, ca_bundle: str, var_dir: Path) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if name not in SUITE_VARIABLES}
+    env.update(
+        DJANGO_SETTINGS_MODULE="notifyhub.settings",
+        DATABASE_URL=postgres.url,
+        REDIS_URL=redis.url,
+        NOTIFYHUB_VAR_DIR=str(var_dir),
+        DEBUG="false",
+        # The receiver is on 127.0.0.1, its certificate from the test's own CA; production keeps both off.
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS="true",
+        WEBHOOK_CA_BUNDLE=ca_bundle,
+        LOG_FORMAT="text",
+        PYTHONUNBUFFERED="1",  # each log line reaches honcho, and the log, as it is written
+    )
+    return env
+
+
+def _seed(env: dict[str, str], folder: Path) -> list[str]:
+    """Migrates the database and makes the API keys, in the service's environment."""
+    command = [sys.executable, "-m", "tests.faults.seed", str(API_KEYS)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    (folder / "seed.log").write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise RuntimeError(f"migrating and seeding failed; see {folder / 'seed.log'}")
+    keys: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return keys
+
+
+def _warm_up(harness: Harness) -> None:
+    """A few jobs through the whole service before any fault: every process has started and connected."""
+    with harness.sending(WARM_UP) as load:
+        pass
+    now = time.time()
+    warmed = harness.settle("warm-up", load, [Fault(now, now)], deadline_seconds=WARM_UP_SECONDS)
+    if warmed.problems():
+        raise RuntimeError(f"the service did not deliver: {warmed.problems()}; see {harness.processes.log_path}")

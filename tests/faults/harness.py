@@ -1,0 +1,114 @@
+"""The running service a fault test breaks, and what it measures afterwards.
+
+Times are ``time.time()`` throughout: the receiver runs in this process and stamps arrivals with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+from tests.accounts.test_limiter_fallback import RedisServer
+from tests.fakes.receiver import Receiver, Reply
+from tests.faults.load import Load, Traffic
+from tests.faults.report import Delivery, Fault, Figures, figures, write_timeline
+from tests.faults.services import Postgres, ProcfileProcesses
+
+UNFINISHED = ("pending", "processing")
+
+
+@dataclass
+class Harness:
+    postgres: Postgres
+    redis: RedisServer
+    processes: ProcfileProcesses
+    receiver: Receiver
+    api_keys: list[str]
+    log_dir: Path
+    killed: list[int] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def sending(self, traffic: Traffic) -> Iterator[Load]:
+        """Sends ``traffic`` in the background; leaving the block waits for the last answer."""
+        self.receiver.answer_always(f"/{traffic.name}/slow", Reply(delay=traffic.slow_seconds))
+        load = Load(traffic, port=self.processes.web_port, api_keys=self.api_keys, url=self.receiver.url)
+        load.start()
+        try:
+            yield load
+        except BaseException:
+            load.stop()
+            raise
+        finally:
+            load.join()
+
+    # --- Faults -----------------------------------------------------------------------------------------------
+
+    def kill_worker(self) -> Fault:
+        """SIGKILL to the Celery worker, whatever it is doing; bin/keep-running starts it again."""
+        pid = self.processes.worker_pid()
+        os.kill(pid, signal.SIGKILL)
+        killed_at = time.time()
+        self.killed.append(pid)
+        return Fault(killed_at, killed_at)
+
+    def stop_redis_for(self, seconds: float) -> Fault:
+        """Redis stopped, then started again empty on its port after ``seconds``: it keeps nothing on disk."""
+        started = time.time()
+        self.redis.stop()
+        time.sleep(max(0.0, started + seconds - time.time()))
+        self.redis.start()  # returns once it answers PING
+        return Fault(started, time.time())
+
+    def restart_postgres(self) -> Fault:
+        started = time.time()
+        self.postgres.restart()
+        return Fault(started, time.time())
+
+    def queued_messages(self) -> int:
+        """Task messages waiting in Redis's queues (one list per priority); not those a worker holds."""
+        client = self.redis.client()
+        lists = [key for key in client.scan_iter("celery*") if client.type(key) == b"list"]
+        return sum(cast(int, client.llen(key)) for key in lists)
+
+    # --- What arrived -----------------------------------------------------------------------------------------
+
+    def deliveries(self, traffic: Traffic) -> list[Delivery]:
+        prefix = f"/{traffic.name}/"
+        return [Delivery.of(arrival) for arrival in list(self.receiver.arrivals) if arrival.path.startswith(prefix)]
+
+    def unfinished(self, job_ids: set[str]) -> dict[str, str]:
+        """Status of each of ``job_ids`` still pending or processing in the database, or "missing" without a row."""
+        if not job_ids:
+            return {}
+        with self.postgres.connect() as connection:
+            rows = connection.execute(
+                "SELECT id::text, status FROM notifications_job WHERE id = ANY(%s)",
+                [[uuid.UUID(job_id) for job_id in job_ids]],
+            ).fetchall()
+        found = {str(job_id): str(status) for job_id, status in rows}
+        return {job_id: found.get(job_id, "missing") for job_id in job_ids if found.get(job_id) in (None, *UNFINISHED)}
+
+    def _settled(self, traffic: Traffic, job_ids: set[str]) -> bool:
+        arrived = {delivery.webhook_id for delivery in self.deliveries(traffic)}
+        return job_ids <= arrived and not self.unfinished(job_ids)
+
+    def settle(
+        self, fault: str, load: Load, faults: list[Fault], *, deadline_seconds: float, notes: str = ""
+    ) -> Figures:
+        """Waits until every accepted job arrived and finished in the database, or ``deadline_seconds`` after the
+        last fault's end; then takes the figures."""
+        job_ids = {answer.job_id for answer in load.answers if answer.job_id}
+        deadline = max(f.ended_at for f in faults) + deadline_seconds
+        while not self._settled(load.traffic, job_ids) and time.time() < deadline:
+            time.sleep(0.5)
+        unfinished = self.unfinished(job_ids)
+        deliveries = self.deliveries(load.traffic)
+        write_timeline(self.log_dir / f"{load.traffic.name}.json", load.started_at, load.answers, deliveries, faults)
+        return figures(fault, load.answers, deliveries, faults, unfinished, notes)
