@@ -28,7 +28,8 @@ urlpatterns = [
     path("api/v1/admin/", include("staff.urls")),
     path("api/v1/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    re_path(r"^api/(?P<path>.*)$", api_not_found),
+    # Every other path under /api/, a newline in it too (`.` stops at one; an inline `(?s)` would break reverse()).
+    re_path(r"^api/(?P<path>[\s\S]*)$", api_not_found),
     path("admin/", admin.site.urls),
     path("metrics", MetricsView.as_view(collectors=[QueueCollector()]), name="metrics"),
     path("", include("dashboard.urls")),

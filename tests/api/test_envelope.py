@@ -21,6 +21,13 @@ def test_an_unknown_api_route_is_a_404_in_the_envelope(db: None, method: str) ->
     assert_error(response, 404, "Not found")
 
 
+@pytest.mark.parametrize("path", ["/api/v1/admin/users/a%0Ab/restore", "/api/v1/no%0Awhere"])
+def test_an_api_path_with_a_newline_is_a_404_in_the_envelope(db: None, path: str) -> None:
+    response = APIClient().post(path)
+
+    assert_error(response, 404, "Not found")
+
+
 def test_a_wrong_method_is_a_405_in_the_envelope(free: Client) -> None:
     response = free.get("/api/v1/notifications/webhook")
 
