@@ -33,8 +33,11 @@ logger = logging.getLogger(__name__)
 # A retry task may run a moment before its due time by the database's clock.
 CLAIM_TOLERANCE = timedelta(seconds=1)
 # A worker claims a job within milliseconds of taking its task: a job still pending this long after its task
-# went out, with the queue empty, lost its task.
+# went out, and older than every task in the queue, lost its task.
 PUBLISHED_AND_UNCLAIMED = timedelta(seconds=5)
+# Past this many queued tasks the search for lost ones (which steps over as many pending jobs) is not made: in
+# such a backlog a lost task is re-sent at its job's requeue time.
+LOST_TASK_SEARCH_MAX_QUEUE = 10_000
 # A record that the database refused is tried again after these pauses, doubling, while the lease lasts.
 RECORD_RETRY_FIRST_PAUSE = 0.25
 RECORD_RETRY_MAX_PAUSE = 2.0
@@ -199,14 +202,9 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> str | None:
 
 def jobs_sweep(*, batch_size: int = 1000) -> int:
     """Re-sends the tasks of unfinished jobs whose requeue time has passed, and of pending jobs whose task the
-    broker's queue cannot hold because it is empty; returns how many."""
+    broker no longer holds; returns how many."""
     now = timezone.now()
-    if queued_messages() == 0:
-        # The task of a job pending for a while is nowhere: the broker lost its data (restarted without
-        # persistence), or a worker died between taking the message and claiming the job.
-        lost = store.bring_forward_pending(published_before=now - PUBLISHED_AND_UNCLAIMED, now=now)
-        if lost:
-            logger.warning("The broker's queue is empty but %d job(s) wait: re-sending them", lost)
+    _bring_forward_lost_tasks(now=now, batch_size=batch_size)
     due = store.take_due_for_requeue(
         now=now, next_requeue_at=now + _seconds("JOB_REQUEUE_AFTER_SECONDS"), batch_size=batch_size
     )
@@ -215,3 +213,17 @@ def jobs_sweep(*, batch_size: int = 1000) -> int:
     if due:
         logger.info("Sweeper re-sent %d job(s)", len(due))
     return len(due)
+
+
+def _bring_forward_lost_tasks(*, now: datetime, batch_size: int) -> None:
+    """Makes the pending jobs whose task the broker lost due now: it lost its data (restarted without persistence),
+    handed the task to a worker's connection the moment the worker was killed, or the worker died after taking the
+    task and before claiming the job (docs/delivery-engine.md, "The sweeper")."""
+    queued = queued_messages()
+    if queued is None or queued > LOST_TASK_SEARCH_MAX_QUEUE:
+        return
+    lost = store.bring_forward_unqueued(
+        queued=queued, published_before=now - PUBLISHED_AND_UNCLAIMED, now=now, batch_size=batch_size
+    )
+    if lost:
+        logger.warning("%d pending job(s) have no task in the broker (%d queued): re-sending them", lost, queued)

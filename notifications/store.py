@@ -226,12 +226,20 @@ def take_due_for_requeue(*, now: datetime, next_requeue_at: datetime, batch_size
     return due
 
 
-def bring_forward_pending(*, published_before: datetime, now: datetime) -> int:
-    """Pending jobs whose task went to the broker before ``published_before`` (their requeue time is that time
-    plus JOB_REQUEUE_AFTER_SECONDS) are due for the sweeper at ``now``; returns how many."""
+def bring_forward_unqueued(*, queued: int, published_before: datetime, now: datetime, batch_size: int) -> int:
+    """Pending jobs whose task cannot be among the ``queued`` tasks the broker holds are due for the sweeper at
+    ``now``; returns how many.
+
+    The broker hands tasks out in the order they came, so the tasks it holds are those of the jobs published last
+    (a job's requeue time is its publication plus JOB_REQUEUE_AFTER_SECONDS). A pending job published before all of
+    them, and before ``published_before`` (a worker claims within milliseconds of taking a task), lost its task.
+    At mixed priorities a job's place in its own queue is not its place in this order: a few jobs may be sent twice
+    (the copy claims nothing), and a lost one can wait for its requeue time.
+    """
     requeue_before = published_before + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS)
-    waiting = Job.objects.filter(status=JobStatus.PENDING, requeue_at__gt=now, requeue_at__lt=requeue_before)
-    return waiting.update(requeue_at=now)
+    last_published_first = Job.objects.filter(status=JobStatus.PENDING, requeue_at__gt=now).order_by("-requeue_at")
+    beyond_the_queue = last_published_first.values("id")[queued : queued + batch_size]
+    return Job.objects.filter(id__in=beyond_the_queue, requeue_at__lt=requeue_before).update(requeue_at=now)
 
 
 def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> Job | None:

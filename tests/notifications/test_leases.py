@@ -143,16 +143,19 @@ def test_the_sweeper_resends_a_pending_job_whose_task_the_empty_queue_lost(
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("delivery_settings")
-def test_the_sweeper_leaves_pending_jobs_alone_while_the_queue_holds_tasks(
+def test_the_sweeper_resends_a_lost_task_older_than_every_queued_one_and_leaves_the_queued_alone(
     free: Client, receiver: Receiver, broker_messages: Messages
 ) -> None:
-    waiting = _webhook_job(free, receiver, broker_messages)
-    Job.objects.filter(id=waiting).update(requeue_at=timezone.now() + timedelta(seconds=200))
-    job_enqueue(job_id=waiting, priority=5)  # its task is still queued, behind others
+    lost, queued = (_webhook_job(free, receiver, broker_messages) for _ in range(2))
+    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + timedelta(seconds=240))
+    Job.objects.filter(id=queued).update(requeue_at=timezone.now() + timedelta(seconds=270))
+    job_enqueue(job_id=queued, priority=5)  # the task still in the queue, of the job published last
+    queued_requeue_at = Job.objects.get(id=queued).requeue_at
 
-    assert jobs_sweep() == 0
+    assert jobs_sweep() == 1
 
-    assert len(broker_messages()) == 1
+    assert sorted(message["args"][0] for message in broker_messages()) == sorted([str(lost), str(queued)])
+    assert Job.objects.get(id=queued).requeue_at == queued_requeue_at
 
 
 # Last in the module: the in-process worker it starts keeps taking tasks until the module ends.
