@@ -25,13 +25,13 @@ import trustme
 
 from bench.common import ROOT
 from bench.run import REQUESTS_PER_KEY
-from tests.accounts.test_limiter_fallback import RedisServer
 from tests.conftest import _unavailable, free_port
 from tests.fakes.receiver import Receiver
 from tests.faults.harness import Harness
 from tests.faults.load import MAX_RATE, Traffic
 from tests.faults.report import HEADER, ROWS, Fault, report_path, start_report
 from tests.faults.services import Postgres, ProcfileProcesses, postgres_bin_dir
+from tests.servers import RedisServer
 
 # The suite's own settings, which must not reach the service's processes.
 SUITE_VARIABLES = (

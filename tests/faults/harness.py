@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from tests.accounts.test_limiter_fallback import RedisServer
 from tests.fakes.receiver import Receiver, Reply
 from tests.faults.load import Load, Traffic
 from tests.faults.report import Delivery, Fault, Figures, figures, write_timeline
 from tests.faults.services import Postgres, ProcfileProcesses
+from tests.servers import RedisServer
 
 UNFINISHED = ("pending", "processing")
 
