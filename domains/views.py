@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from accounts.access import AccountHolderView
 from accounts.authentication import request_account
 from core.api.fields import DomainNameField, IsoDateTimeField
-from core.api.schema import SESSION_ERROR_DESCRIPTIONS, error_responses
+from core.api.schema import SESSION_ERROR_DESCRIPTIONS, Link, error_responses, response_links
 from core.api.serializers import RequestSerializer
 from domains.models import SenderDomain
 from domains.selectors import domain_require
@@ -53,6 +53,11 @@ class DomainSerializer(serializers.Serializer):
 
 NO_DOMAIN = "The account has no sender domain; request one first."
 
+# What may follow a sender domain's answer (OpenAPI links): the account has one domain, so no parameter names it.
+GET_DOMAIN = Link("GetDomain", "user_domain_retrieve", "The domain, its DNS records and each provider's status.")
+VERIFY_DOMAIN = Link("VerifyDomain", "user_domain_verify_create", "Ask every provider to check the DNS records.")
+DELETE_DOMAIN = Link("DeleteDomain", "user_domain_destroy", "Remove the domain here and at every provider.")
+
 
 def domain_data(domain: SenderDomain) -> dict[str, Any]:
     data = DomainSerializer(domain).data
@@ -74,6 +79,7 @@ class DomainRequestView(AccountHolderView):
             "an account has one sender domain at a time."
         ),
         request=InputSerializer,
+        extensions=response_links(201, GET_DOMAIN, VERIFY_DOMAIN, DELETE_DOMAIN),
         responses={
             201: DomainSerializer,
             **error_responses(
@@ -109,6 +115,7 @@ class DomainView(AccountHolderView):
     @extend_schema(
         summary="Your sending domain, its DNS records and status",
         description="The account's sender domain, the DNS records each provider needs, and each provider's status.",
+        extensions=response_links(200, VERIFY_DOMAIN, DELETE_DOMAIN),
         responses={
             200: DomainSerializer,
             **error_responses(400, 401, 403, 404, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 404: NO_DOMAIN}),
@@ -145,6 +152,7 @@ class DomainVerifyView(AccountHolderView):
             "all of them confirm; a provider that does not keeps it pending, with its reason in `providers`."
         ),
         request=None,
+        extensions=response_links(200, GET_DOMAIN, DELETE_DOMAIN),
         responses={
             200: DomainSerializer,
             **error_responses(

@@ -24,7 +24,7 @@ from core.api.fields import (
     PositiveIntegerParamField,
     TextField,
 )
-from core.api.schema import SESSION_ERROR_DESCRIPTIONS, error_responses
+from core.api.schema import SESSION_ERROR_DESCRIPTIONS, Link, error_responses, response_links
 from core.api.serializers import RequestSerializer
 from notifications.delivery.http import is_local_target
 from notifications.delivery.wire import json_bytes
@@ -87,6 +87,27 @@ SEND_ERRORS = error_responses(
 )
 JOB_NOT_FOUND = "No such job among the caller's jobs."
 
+# The job operations a response links to (OpenAPI links), by their operation ids.
+JOB_STATUS, JOB_RETRY = "notifications_jobs_retrieve", "notifications_jobs_retry_create"
+USER_JOB_STATUS, USER_JOB_RETRY = "user_jobs_retrieve", "user_jobs_retry_create"
+# Where a response names a job, as runtime expressions.
+ACCEPTED_OR_REQUEUED_JOB = "$response.body#/data/jobId"
+SHOWN_JOB = "$response.body#/data/id"
+NEWEST_JOB_ON_PAGE = "$response.body#/data/data/0/id"
+
+
+def job_status_link(operation_id: str, job_id: str) -> Link:
+    return Link("GetJobStatus", operation_id, "The job's status and its delivery attempts.", {"job_id": job_id})
+
+
+def job_retry_link(operation_id: str, job_id: str) -> Link:
+    return Link("RetryJob", operation_id, "Re-queue the job once it has failed.", {"job_id": job_id})
+
+
+SEND_LINKS = response_links(
+    202, job_status_link(JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB), job_retry_link(JOB_RETRY, ACCEPTED_OR_REQUEUED_JOB)
+)
+
 
 class SendView(ApiKeyView):
     """Validate the body, create the job, answer 202 with its id."""
@@ -103,9 +124,30 @@ class SendView(ApiKeyView):
         return success_response(job_accepted(job), status=202)
 
 
+# The pairing of `provider` and `fallback` that validate() checks: a fallback needs a provider, another one.
+ROUTING_PAIR_RULES = {
+    "dependentSchemas": {
+        "fallback": {
+            "required": ["provider"],
+            "anyOf": [
+                {
+                    "properties": {
+                        "provider": {"const": name},
+                        "fallback": {"enum": [other for other in ProviderName.values if other != name]},
+                    }
+                }
+                for name in ProviderName.values
+            ],
+        }
+    }
+}
+
+
 class SendEmailView(SendView):
     @extend_schema_serializer(component_name="EmailRequest")
     class InputSerializer(RequestSerializer):
+        body_rules = ROUTING_PAIR_RULES
+
         to = EmailAddressField()
         subject = TextField(max_length=SUBJECT_MAX_LENGTH, single_line=True)
         body = TextField(max_length=EMAIL_BODY_MAX_LENGTH)
@@ -142,6 +184,7 @@ class SendEmailView(SendView):
         ),
         request=InputSerializer,
         responses={202: JobAcceptedSerializer, **SEND_ERRORS},
+        extensions=SEND_LINKS,
     )
     def post(self, request: Request) -> HttpResponse:
         return super().post(request)
@@ -190,6 +233,7 @@ class SendWebhookView(SendView):
         ),
         request=InputSerializer,
         responses={202: JobAcceptedSerializer, **SEND_ERRORS},
+        extensions=SEND_LINKS,
     )
     def post(self, request: Request) -> HttpResponse:
         return super().post(request)
@@ -216,6 +260,7 @@ class JobDetailView(ApiKeyView):
     @extend_schema(
         summary="Get job status",
         description="One of the caller's jobs with all its fields and one delivery log per attempt.",
+        extensions=response_links(200, job_retry_link(JOB_RETRY, SHOWN_JOB)),
         responses={
             200: JobDetailSchema,
             **error_responses(400, 401, 403, 404, 429, descriptions={404: JOB_NOT_FOUND}),
@@ -229,6 +274,7 @@ class UserJobDetailView(AccountHolderView):
     @extend_schema(
         summary="Get one of your jobs (dashboard session or API key)",
         description="One of the account's jobs with all its fields and one delivery log per attempt.",
+        extensions=response_links(200, job_retry_link(USER_JOB_RETRY, SHOWN_JOB)),
         responses={
             200: JobDetailSchema,
             **error_responses(400, 401, 403, 404, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 404: JOB_NOT_FOUND}),
@@ -279,6 +325,9 @@ class JobListView(ApiKeyView):
         description=JOB_LIST_DESCRIPTION,
         operation_id="notifications_jobs_list",
         parameters=JOB_LIST_PARAMETERS,
+        extensions=response_links(
+            200, job_status_link(JOB_STATUS, NEWEST_JOB_ON_PAGE), job_retry_link(JOB_RETRY, NEWEST_JOB_ON_PAGE)
+        ),
         responses={200: JobPageSchema, **error_responses(400, 401, 403, 429, descriptions={400: JOB_LIST_400})},
     )
     def get(self, request: Request) -> Response:
@@ -291,6 +340,11 @@ class UserJobListView(AccountHolderView):
         description=JOB_LIST_DESCRIPTION,
         operation_id="user_jobs_list",
         parameters=JOB_LIST_PARAMETERS,
+        extensions=response_links(
+            200,
+            job_status_link(USER_JOB_STATUS, NEWEST_JOB_ON_PAGE),
+            job_retry_link(USER_JOB_RETRY, NEWEST_JOB_ON_PAGE),
+        ),
         responses={
             200: JobPageSchema,
             **error_responses(400, 401, 403, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 400: JOB_LIST_400}),
@@ -325,6 +379,7 @@ class JobRetryView(ApiKeyView):
         summary="Re-queue a failed job",
         description=JOB_RETRY_DESCRIPTION,
         request=None,
+        extensions=response_links(200, job_status_link(JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB)),
         responses={200: JOB_REQUEUED, **error_responses(400, 401, 403, 404, 411, 429, descriptions=JOB_RETRY_ERRORS)},
     )
     def post(self, request: Request, job_id: str) -> Response:
@@ -336,6 +391,7 @@ class UserJobRetryView(AccountHolderView):
         summary="Re-queue one of your failed jobs (dashboard session or API key)",
         description=JOB_RETRY_DESCRIPTION,
         request=None,
+        extensions=response_links(200, job_status_link(USER_JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB)),
         responses={
             200: JOB_REQUEUED,
             **error_responses(

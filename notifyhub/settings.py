@@ -254,9 +254,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    # 3.1: JSON Schema 2020-12, whose `propertyNames` and `dependentSchemas` say what a request body may hold.
+    "OAS_VERSION": "3.1.0",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.wrap_responses_in_envelope",
+        "core.api.schema.attach_response_links",
     ],
     # One name for a choice set used by fields of several names (`provider` and `fallback`).
     "ENUM_NAME_OVERRIDES": {

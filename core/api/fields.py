@@ -13,7 +13,6 @@ from typing import Any, NoReturn
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator, validate_email
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -42,6 +41,20 @@ RESERVED_HEADERS = frozenset(
 MAX_HEADERS = 50
 
 
+def whole_value(pattern: str) -> str:
+    """``pattern`` over a whole value, as the OpenAPI document gives it (ECMAScript's reading, no flags).
+
+    Python's ``$`` also matches before a final newline, where ECMAScript's does not; ``(?!\\n)`` makes
+    Python's tools (the document's generators and validators among them) read the pattern the same way.
+    """
+    return f"^(?:{pattern})$(?!\\n)"
+
+
+def _in_either_case(word: str) -> str:
+    """A pattern of ``word`` in any mix of cases, written without flags (an OpenAPI pattern takes none)."""
+    return "".join(f"[{char.upper()}{char}]" if char.isalpha() else char for char in word)
+
+
 class StrictField(serializers.Field):
     required_message = "{name} is required"
     invalid_message = "{name} is invalid"
@@ -62,8 +75,21 @@ class StrictField(serializers.Field):
         return value
 
 
-@extend_schema_field(OpenApiTypes.STR)
+# What ``str.strip()`` removes (the characters ``str.isspace()`` names), written for a regular expression
+# class that Python and ECMAScript read alike: a text of these alone is empty.
+WHITESPACE_CLASS = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+def text_pattern(*, single_line: bool) -> str:
+    """The texts a :class:`TextField` takes, as one regular expression for the OpenAPI document: a character
+    other than whitespace, no NUL, and on a single line no CR or LF. Its length is checked apart."""
+    excluded = r"\x00\r\n" if single_line else r"\x00"
+    return whole_value(f"[^{excluded}]*[^{WHITESPACE_CLASS}\\x00][^{excluded}]*")
+
+
 class TextField(StrictField):
+    """Its OpenAPI schema, which :func:`text_pattern` words, is core.api.schema's ``TextFieldSchema``."""
+
     invalid_message = "{name} must be a string"
 
     def __init__(self, *, max_length: int, single_line: bool = False, **kwargs: Any) -> None:
@@ -85,14 +111,18 @@ class TextField(StrictField):
         return data
 
 
-@extend_schema_field(OpenApiTypes.EMAIL)
+# RFC 5321's longest path (256 octets) less its angle brackets.
+EMAIL_MAX_LENGTH = 254
+
+
+@extend_schema_field({"type": "string", "format": "email", "maxLength": EMAIL_MAX_LENGTH})
 class EmailAddressField(StrictField):
     """An address at a public DNS name: a hosted service has no business mailing ``localhost`` or an IP literal."""
 
     invalid_message = required_message = "{name} must be an email"
 
     def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str) or len(data) > 254:
+        if not isinstance(data, str) or len(data) > EMAIL_MAX_LENGTH:
             self.fail("invalid")
         try:
             validate_email(data)
@@ -103,13 +133,31 @@ class EmailAddressField(StrictField):
         return data
 
 
-@extend_schema_field(OpenApiTypes.URI)
+URL_MAX_LENGTH = 2048
+_NOT_SPACE = f"[^{WHITESPACE_CLASS}]"
+# A DNS label of ASCII letters, digits and inner hyphens, for the document's patterns.
+_LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_OCTET = "(0|25[0-5]|2[0-4][0-9]|1[0-9]?[0-9]?|[1-9][0-9]?)"
+# The URLs HttpsUrlField takes, as the OpenAPI document gives them: URLValidator's grammar for `https` in either
+# case, with hosts of ASCII labels and a letter-only top-level one, or IPv4 addresses. (The field also takes
+# IPv6 hosts and internationalised names, and refuses a host name past 253 characters, which the pattern does
+# not count.) No `format`: "uri" would refuse what the field takes, such as non-ASCII text in the path.
+HTTPS_URL_PATTERN = whole_value(
+    f"{_in_either_case('https')}://"
+    f"([^{WHITESPACE_CLASS}:@/?#\\[\\]]+(:[^{WHITESPACE_CLASS}:@/?#\\[\\]]*)?@)?"  # user and password
+    f"(({_LABEL}\\.)+([A-Za-z][A-Za-z-]{{0,61}}[A-Za-z]|[Xx][Nn]--[A-Za-z0-9]{{1,59}})\\.?|{_OCTET}(\\.{_OCTET}){{3}})"
+    "(:[0-9]{1,5})?"  # port
+    f"([/?#]{_NOT_SPACE}*)?"  # path, query and fragment
+)
+
+
+@extend_schema_field({"type": "string", "maxLength": URL_MAX_LENGTH, "pattern": HTTPS_URL_PATTERN})
 class HttpsUrlField(StrictField):
     invalid_message = required_message = "{name} must be a valid HTTPS URL"
     validator = URLValidator(schemes=["https"])
 
     def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str) or len(data) > 2048:
+        if not isinstance(data, str) or len(data) > URL_MAX_LENGTH:
             self.fail("invalid")
         try:
             self.validator(data)
@@ -144,7 +192,18 @@ class JsonObjectField(StrictField):
         return data
 
 
-@extend_schema_field({"type": "object", "additionalProperties": {"type": "string"}})
+HEADERS_SCHEMA = {
+    "type": "object",
+    "maxProperties": MAX_HEADERS,
+    "propertyNames": {
+        "pattern": whole_value(HEADER_NAME.pattern),
+        "not": {"pattern": whole_value("|".join(_in_either_case(name) for name in sorted(RESERVED_HEADERS)))},
+    },
+    "additionalProperties": {"type": "string", "pattern": whole_value(HEADER_VALUE.pattern)},
+}
+
+
+@extend_schema_field(HEADERS_SCHEMA)
 class HeadersField(StrictField):
     invalid_message = "{name} must be an object of string values"
 
@@ -184,9 +243,18 @@ class PositiveIntegerParamField(StrictField):
 # A registrable DNS name: labels of letters, digits and inner hyphens, a letter-only TLD (or
 # an internationalised one in its IDNA form, xn--...).
 DOMAIN_NAME = re.compile(r"(?=.{4,253}$)((?!-)[a-z0-9-]{1,63}(?<!-)\.)+([a-z]{2,63}|xn--[a-z0-9-]{1,59})")
+# The names DomainNameField takes, as the OpenAPI document gives them: DOMAIN_NAME in either case, its
+# lookbehind spelled out (JSON Schema's portable patterns have none). The field also forgives surrounding
+# whitespace and the root's trailing dot, which a document of host names does not offer.
+DOMAIN_NAME_SCHEMA = {
+    "type": "string",
+    "format": "hostname",
+    "maxLength": 253,
+    "pattern": whole_value(rf"({_LABEL}\.)+([A-Za-z]{{2,63}}|[Xx][Nn]--[A-Za-z0-9-]{{1,59}})"),
+}
 
 
-@extend_schema_field(OpenApiTypes.HOSTNAME)
+@extend_schema_field(DOMAIN_NAME_SCHEMA)
 class DomainNameField(StrictField):
     invalid_message = required_message = "{name} must be a domain name such as example.com"
 

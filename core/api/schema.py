@@ -1,4 +1,5 @@
-"""OpenAPI: the envelope every response really has, the API-key schemes, the errors an operation answers.
+"""OpenAPI: the envelope every response really has, the API-key schemes, the errors an operation answers,
+request fields and bodies as narrow as the API's checks, and the links from an answer to what may follow it.
 
 The views import :func:`error_responses` from here, which also registers this module's
 drf-spectacular extensions before any schema is generated.
@@ -7,12 +8,19 @@ drf-spectacular extensions before any schema is generated.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.plumbing import build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
+
+from core.api.fields import text_pattern
 
 if TYPE_CHECKING:
     from drf_spectacular.openapi import AutoSchema
@@ -108,12 +116,75 @@ class OneOfFieldSchema(OpenApiSerializerFieldExtension):
         return {**(schema or {}), "enum": choices}
 
 
+class RequestSerializerSchema(OpenApiSerializerExtension):
+    """A request body's schema: its fields, and the rules across them (``RequestSerializer.body_rules``)."""
+
+    target_class = "core.api.serializers.RequestSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
+        # drf-spectacular's own recipe for adding to a serializer's schema: map it as it would, then extend.
+        fields = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        return {**fields, **self.target.body_rules}
+
+
+class TextFieldSchema(OpenApiSerializerFieldExtension):
+    """``TextField``: a string of 1 to ``max_length`` characters, with what it refuses as a pattern."""
+
+    target_class = "core.api.fields.TextField"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
+        field = self.target
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": field.max_length,
+            "pattern": text_pattern(single_line=field.single_line),
+        }
+
+
 def _success_envelope(data_schema: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {"success": {"type": "boolean", "enum": [True]}, "data": data_schema, "timestamp": TIMESTAMP},
         "required": ["success", "data", "timestamp"],
     }
+
+
+# Where ``@extend_schema(extensions=response_links(...))`` keeps an operation's links until
+# :func:`attach_response_links` moves them onto its response (drf-spectacular has no place for links).
+LINKS_EXTENSION = "x-response-links"
+
+
+@dataclass(frozen=True)
+class Link:
+    """An OpenAPI link: an operation a response leads to, its parameters read from the response."""
+
+    name: str
+    operation_id: str
+    description: str
+    # Parameter name to runtime expression, e.g. ``{"job_id": "$response.body#/data/jobId"}``.
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+    def as_openapi(self) -> dict[str, Any]:
+        link: dict[str, Any] = {"operationId": self.operation_id, "description": self.description}
+        if self.parameters:
+            link["parameters"] = dict(self.parameters)
+        return link
+
+
+def response_links(status: int, *links: Link) -> dict[str, Any]:
+    """The links of an operation's ``status`` response, for ``@extend_schema(extensions=...)``."""
+    return {LINKS_EXTENSION: {str(status): {link.name: link.as_openapi() for link in links}}}
+
+
+def attach_response_links(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: each operation's :func:`response_links` onto its responses."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for status, links in operation.pop(LINKS_EXTENSION, {}).items():
+                operation["responses"][status]["links"] = links
+    return result
 
 
 def wrap_responses_in_envelope(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

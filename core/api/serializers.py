@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from rest_framework import serializers
 
@@ -17,6 +17,10 @@ FieldT = TypeVar("FieldT", bound=serializers.Field)
 # field changes after construction, so a shallow clone serves.
 # (A comment, not a docstring: drf-spectacular would show a docstring to API clients.)
 class RequestSerializer(serializers.Serializer):
+    # JSON Schema keywords for what ``validate`` refuses across fields, added to the body's schema in the
+    # OpenAPI document (core.api.schema), so that the document allows no body the API refuses.
+    body_rules: ClassVar[dict[str, Any]] = {}
+
     def get_fields(self) -> dict[str, serializers.Field]:
         return {name: _clone(field) for name, field in self._declared_fields.items()}
 

@@ -8,12 +8,28 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from django.core.management import call_command
 from drf_spectacular.drainage import GENERATOR_STATS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
+from rest_framework import serializers
 
+from core.api.fields import (
+    DOMAIN_NAME_SCHEMA,
+    HEADERS_SCHEMA,
+    HTTPS_URL_PATTERN,
+    DomainNameField,
+    HeadersField,
+    HttpsUrlField,
+    TextField,
+    text_pattern,
+)
+from notifications.views import SendEmailView
 from tests.clients import APIClient
 
 KEY_ONLY = [{"ApiKeyAuth": []}, {"BearerAuth": []}]
@@ -169,9 +185,21 @@ def test_the_email_request_fields_have_their_types(schema: dict[str, Any]) -> No
     assert enum_of(schema, email["provider"]) == ("string", PROVIDERS)
     assert enum_of(schema, email["fallback"]) == ("string", PROVIDERS)
     for name in ["to", "from"]:
-        assert email[name] == {"type": "string", "format": "email"}
-    for name in ["subject", "body", "idempotencyKey"]:
-        assert email[name] == {"type": "string"}
+        assert email[name] == {"type": "string", "format": "email", "maxLength": 254}
+    for name, longest, single_line in [("subject", 998, True), ("body", 262_144, False), ("idempotencyKey", 255, True)]:
+        pattern = text_pattern(single_line=single_line)
+        assert email[name] == {"type": "string", "minLength": 1, "maxLength": longest, "pattern": pattern}
+
+
+def test_the_email_request_pairs_a_fallback_with_another_provider(schema: dict[str, Any]) -> None:
+    pairs = [{}, *({"provider": p} for p in PROVIDERS), *({"fallback": f} for f in PROVIDERS)]
+    pairs += [{"provider": p, "fallback": f} for p in PROVIDERS for f in PROVIDERS]
+    document = Draft202012Validator({"$ref": "#/components/schemas/EmailRequest", "components": schema["components"]})
+
+    for pair in pairs:
+        body = {"to": "user@example.com", "subject": "Hi", "body": "Hello", **pair}
+        api = SendEmailView.InputSerializer(data=body)
+        assert document.is_valid(body) == api.is_valid(), pair
 
 
 def test_the_webhook_request_fields_have_their_types(schema: dict[str, Any]) -> None:
@@ -179,13 +207,76 @@ def test_the_webhook_request_fields_have_their_types(schema: dict[str, Any]) -> 
 
     assert enum_of(schema, webhook["priority"]) == ("integer", [1, 5, 10])
     assert enum_of(schema, webhook["method"]) == ("string", ["POST", "PUT", "PATCH", "DELETE"])
-    assert webhook["url"] == {"type": "string", "format": "uri"}
+    assert webhook["url"] == {"type": "string", "maxLength": 2048, "pattern": HTTPS_URL_PATTERN}
     assert webhook["payload"]["type"] == "object"
-    assert webhook["headers"] == {"type": "object", "additionalProperties": {"type": "string"}}
+    assert webhook["headers"]["type"] == "object"
+    assert webhook["headers"]["maxProperties"] == 50
+    assert webhook["headers"]["additionalProperties"]["type"] == "string"
 
 
 def test_the_domain_request_takes_a_host_name(schema: dict[str, Any]) -> None:
-    assert component(schema, "DomainRequest")["properties"]["domain"] == {"type": "string", "format": "hostname"}
+    domain = component(schema, "DomainRequest")["properties"]["domain"]
+
+    assert (domain["type"], domain["format"], domain["maxLength"]) == ("string", "hostname", 253)
+
+
+# Characters where a text field's rules bite: whitespace of each kind, line breaks, NUL, and two that are not
+# whitespace to Python though they look it (U+FEFF, U+200B).
+EDGE_CHARACTERS = "\x00\t\n\x0b\x0c\r\x1c\x1f \x85\xa0\u1680\u2000\u200a\u200b\u2028\u2029\u202f\u205f\u3000\ufeffa-"
+edge_texts = st.text(st.sampled_from(EDGE_CHARACTERS), max_size=5) | st.text(max_size=5)
+
+
+def accepts(field: serializers.Field, value: Any) -> bool:
+    try:
+        field.run_validation(value)
+    except serializers.ValidationError:
+        return False
+    return True
+
+
+def documented(node: dict[str, Any], value: str) -> bool:
+    return re.search(node["pattern"], value) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=edge_texts, single_line=st.booleans())
+def test_a_text_fields_pattern_in_the_document_takes_what_the_field_takes(text: str, single_line: bool) -> None:
+    field = TextField(max_length=10, single_line=single_line)
+
+    assert documented({"pattern": text_pattern(single_line=single_line)}, text) == accepts(field, text)
+
+
+header_names = st.text(st.sampled_from("aZ-_.!\n :\x00é"), min_size=0, max_size=4) | st.sampled_from(
+    ["Host", "CONTENT-LENGTH", "Te", "Tes", "X-Keep-Alive", "keep-alive"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=header_names, value=st.text(st.sampled_from("a \t\n\r\x00\x7f~é"), max_size=3))
+def test_a_header_in_the_document_is_one_the_field_takes(name: str, value: str) -> None:
+    names = HEADERS_SCHEMA["propertyNames"]
+    in_document = documented(names, name) and not documented(names["not"], name)
+    in_document = in_document and documented(HEADERS_SCHEMA["additionalProperties"], value)
+
+    assert in_document == accepts(HeadersField(), {name: value})
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.from_regex(DOMAIN_NAME_SCHEMA["pattern"]).filter(lambda name: len(name) <= 253))
+def test_a_domain_name_in_the_document_is_one_the_field_takes(name: str) -> None:
+    assert accepts(DomainNameField(), name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(url=st.from_regex(HTTPS_URL_PATTERN).filter(lambda url: len(urlsplit(url).hostname or "") <= 253))
+def test_a_url_in_the_document_is_one_the_field_takes(url: str) -> None:
+    assert accepts(HttpsUrlField(), url)
+
+
+@pytest.mark.parametrize("url", ["http://hooks.example.com/in", "https://0.a", "https://hooks.example.com/a b"])
+def test_the_document_refuses_urls_the_field_refuses(url: str) -> None:
+    assert not documented({"pattern": HTTPS_URL_PATTERN}, url)
+    assert not accepts(HttpsUrlField(), url)
 
 
 @pytest.mark.parametrize("name", ["JobAccepted", "JobSlim", "JobDetail"])
@@ -328,3 +419,56 @@ def test_get_job_status_documents_the_email_events(schema: dict[str, Any]) -> No
     )
     assert enum_of(schema, event["properties"]["provider"]) == ("string", ["SENDGRID", "RESEND", "POSTMARK"])
     assert "events" not in component(schema, "JobSlim")["properties"]
+
+
+RESPONSE_BODY = "$response.body#"
+JOB_LINKS = {"notifications_jobs_retrieve", "notifications_jobs_retry_create"}
+USER_JOB_LINKS = {"user_jobs_retrieve", "user_jobs_retry_create"}
+DOMAIN_LINKS = {"user_domain_retrieve", "user_domain_verify_create", "user_domain_destroy"}
+# The operations a success links to, by the operation answering: a job's status and retry, a domain's next steps.
+LINKS = {
+    "notifications_email_create": JOB_LINKS,
+    "notifications_webhook_create": JOB_LINKS,
+    "notifications_jobs_list": JOB_LINKS,
+    "notifications_jobs_retrieve": {"notifications_jobs_retry_create"},
+    "notifications_jobs_retry_create": {"notifications_jobs_retrieve"},
+    "user_jobs_list": USER_JOB_LINKS,
+    "user_jobs_retrieve": {"user_jobs_retry_create"},
+    "user_jobs_retry_create": {"user_jobs_retrieve"},
+    "user_domain_request_create": DOMAIN_LINKS,
+    "user_domain_retrieve": DOMAIN_LINKS - {"user_domain_retrieve"},
+    "user_domain_status_retrieve": DOMAIN_LINKS - {"user_domain_retrieve"},
+    "user_domain_verify_create": DOMAIN_LINKS - {"user_domain_verify_create"},
+}
+
+
+def pointed_at(schema: dict[str, Any], node: dict[str, Any], pointer: str) -> dict[str, Any] | None:
+    """The schema of what a JSON pointer names in a value of ``node``'s schema, if the schema declares it."""
+    for step in pointer.strip("/").split("/"):
+        node = resolve(schema, node)
+        node = node.get("items", {}) if step.isdigit() else node.get("properties", {}).get(step)
+        if node is None:
+            return None
+    return resolve(schema, node)
+
+
+def test_each_link_leads_to_an_operation_with_the_parameters_its_answer_holds(schema: dict[str, Any]) -> None:
+    operations = {
+        operation["operationId"]: operation for methods in schema["paths"].values() for operation in methods.values()
+    }
+    linked = {
+        source: {link["operationId"]: (response, link) for link in response["links"].values()}
+        for source, operation in operations.items()
+        for response in operation["responses"].values()
+        if "links" in response
+    }
+
+    assert {source: set(targets) for source, targets in linked.items()} == LINKS
+    for targets in linked.values():
+        for target, (response, link) in targets.items():
+            parameters = link.get("parameters", {})
+            assert set(parameters) == {p["name"] for p in operations[target].get("parameters", []) if p["in"] == "path"}
+            for expression in parameters.values():
+                assert expression.startswith(RESPONSE_BODY)
+                pointer = expression.removeprefix(RESPONSE_BODY)
+                assert pointed_at(schema, json_body(response), pointer) == {"type": "string"}, expression
