@@ -1,11 +1,14 @@
-"""Real servers a test starts, and may stop, of its own: nobody else's data is touched."""
+"""Real servers a test starts, and may stop, of its own: nobody else's data is touched; and the processes a test
+started, found again by a marker in their environment."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import redis
@@ -57,3 +60,31 @@ class RedisServer:
     def resume(self) -> None:
         assert self._process is not None
         os.kill(self._process.pid, signal.SIGCONT)
+
+
+def marked_processes(marker: str) -> Iterator[tuple[int, list[str]]]:
+    """(pid, argv) of the live processes whose environment holds ``marker`` (``NAME=value``; a zombie shows none)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue  # it ended while we looked, or it is not ours to read
+        yield int(entry.name), argv
+
+
+def end_marked_processes(marker: str, *, grace_seconds: float = 0.0, kill_seconds: float = 10.0) -> None:
+    """Gives the processes holding ``marker`` ``grace_seconds`` to end on their own, then kills what is left,
+    trying for at most ``kill_seconds``."""
+    deadline = time.monotonic() + grace_seconds
+    while any(marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    deadline = time.monotonic() + kill_seconds
+    while (left := [pid for pid, _ in marked_processes(marker)]) and time.monotonic() < deadline:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)

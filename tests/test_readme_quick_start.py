@@ -7,7 +7,6 @@ is filled in from what came before: the API key, the job id, the URL listen prin
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -23,6 +22,7 @@ import pytest
 import requests
 
 from tests.conftest import free_port
+from tests.servers import end_marked_processes
 from tests.test_deploy import ROOT
 
 HEADING = "## Quick start"
@@ -143,32 +143,12 @@ class QuickStart:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=15)
-        _end_leftovers(f"NOTIFYHUB_VAR_DIR={self.env['NOTIFYHUB_VAR_DIR']}")
+        # What honcho started, each process in a session of its own, gets a while to stop.
+        end_marked_processes(f"NOTIFYHUB_VAR_DIR={self.env['NOTIFYHUB_VAR_DIR']}", grace_seconds=20)
 
 
 # The quick start is a fresh clone's embedded run: none of this test run's own services or settings.
 _NOT_INHERITED = {"DATABASE_URL", "REDIS_URL", "DEBUG", "DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR", "PORT"}
-
-
-def _end_leftovers(marker: str, timeout: float = 20.0) -> None:
-    """Waits for what honcho started, each process in a session of its own, to stop; kills any left then."""
-    deadline = time.monotonic() + timeout
-    while pids := _processes_with(marker):
-        if time.monotonic() > deadline:
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-        time.sleep(0.2)
-
-
-def _processes_with(marker: str) -> list[int]:
-    """The live processes whose environment holds ``marker`` (a zombie shows none)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError):  # ended meanwhile, or not ours
-            if entry.name.isdigit() and marker.encode() in (entry / "environ").read_bytes().split(b"\0"):
-                pids.append(int(entry.name))
-    return pids
 
 
 @pytest.fixture

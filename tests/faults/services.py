@@ -1,6 +1,6 @@
 """What a fault test runs and breaks: a PostgreSQL server and the Procfile's processes of its own.
 
-Redis is ``RedisServer`` (tests/accounts/test_limiter_fallback.py), which stops and starts on one port. Each class
+Redis is ``RedisServer`` (tests/servers.py), which stops and starts on one port. Each class
 stops everything it started, whatever the test's outcome.
 """
 
@@ -15,7 +15,6 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -23,6 +22,7 @@ import psycopg
 
 from bench.common import BIN, ROOT, port_open
 from tests.conftest import free_port
+from tests.servers import end_marked_processes, marked_processes
 
 POSTGRES_USER = "postgres"
 DATABASE = "notifyhub"
@@ -122,8 +122,9 @@ class ProcfileProcesses:
     def __init__(self, env: dict[str, str], *, web_port: int, log_path: Path) -> None:
         self.web_port = web_port
         self.log_path = log_path
-        self._marker = ("NOTIFYHUB_FAULT_TEST_RUN", uuid.uuid4().hex)
-        self._env = {**env, self._marker[0]: self._marker[1]}
+        run = uuid.uuid4().hex
+        self._env = {**env, "NOTIFYHUB_FAULT_TEST_RUN": run}
+        self._marker = f"NOTIFYHUB_FAULT_TEST_RUN={run}"
         self._honcho: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> ProcfileProcesses:
@@ -155,7 +156,7 @@ class ProcfileProcesses:
         """The Celery worker's process, waiting for it while bin/keep-running starts it again."""
         deadline = time.monotonic() + timeout
         while True:
-            for pid, argv in self._marked():
+            for pid, argv in marked_processes(self._marker):
                 # `python .venv/bin/celery --app notifyhub worker ...`; keep-running's own line starts with sh.
                 if len(argv) > 2 and Path(argv[1]).name == "celery" and "worker" in argv:
                     return pid
@@ -172,23 +173,4 @@ class ProcfileProcesses:
             except subprocess.TimeoutExpired:
                 os.killpg(honcho.pid, signal.SIGKILL)
                 honcho.wait()
-        deadline = time.monotonic() + 10
-        while (left := [pid for pid, _ in self._marked()]) and time.monotonic() < deadline:
-            for pid in left:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.1)
-
-    def _marked(self) -> Iterator[tuple[int, list[str]]]:
-        """(pid, argv) of the live processes that carry this run's marker (a zombie shows no environment)."""
-        marker = "=".join(self._marker).encode()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                if marker not in (entry / "environ").read_bytes().split(b"\0"):
-                    continue
-                argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-            except OSError:
-                continue  # it ended while we looked, or it is not ours to read
-            yield int(entry.name), argv
+        end_marked_processes(self._marker)
