@@ -35,11 +35,9 @@ def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) 
     would report a job as not accepted while it will be delivered.
     """
     connection, producer = _producer()
-    # Kombu's, the socket's, and the transport's own (redis-py's, say) once retries are spent.
-    failures: tuple[type[BaseException], ...] = (OperationalError, OSError, *connection.connection_errors)
     try:
         _publish(producer, job_id=job_id, priority=priority, countdown=countdown)
-    except failures as error:
+    except _broker_failures(connection) as error:
         _drop_producer()
         logger.warning("Broker unreachable; job %s will be re-sent by the sweeper: %s", job_id, error)
         _leave_to_the_sweeper(job_id, countdown=countdown)
@@ -59,13 +57,12 @@ def _leave_to_the_sweeper(job_id: UUID, *, countdown: float | None) -> None:
 def queued_messages() -> int | None:
     """How many tasks wait in the broker's queue, at every priority; None if the broker cannot be asked."""
     connection, _ = _producer()
-    failures: tuple[type[BaseException], ...] = (OperationalError, OSError, *connection.connection_errors)
     queue, _ = _publish_settings()
     try:
         channel: Any = connection.default_channel  # a virtual transport's channel; the stubs know only StdChannel
         # Not passive: Redis keeps no empty list, and a passive declare of an empty queue says it does not exist.
         return int(channel.queue_declare(queue=queue).message_count)
-    except failures:
+    except _broker_failures(connection):
         _drop_producer()
         return None
 
@@ -100,6 +97,11 @@ def _publish(producer: Producer, *, job_id: UUID, priority: int, countdown: floa
 def _publish_settings() -> tuple[str, dict[str, Any]]:
     """The queue and the retry policy, read once: neither changes while the process runs."""
     return app.conf.task_default_queue, app.conf.task_publish_retry_policy
+
+
+def _broker_failures(connection: Connection) -> tuple[type[BaseException], ...]:
+    """Kombu's, the socket's, and the transport's own (redis-py's, say) once retries are spent."""
+    return (OperationalError, OSError, *connection.connection_errors)
 
 
 def _producer() -> tuple[Connection, Producer]:
