@@ -1,15 +1,19 @@
-"""Sign-in and sign-up resist guessing and flooding: attempts are limited per IP and per address.
+"""Sign-in and sign-up resist guessing and flooding, without letting one person's guessing lock out another.
 
-Every sign-in form (the admin's and the dashboard's) asks :func:`sign_in_refusal` before it
-checks a password; Django's ``user_login_failed`` signal counts each wrong one, so holders who
-type their password right are never slowed. Sign-up and password reset count every attempt. The counts live in
-the cache, shared by every web process when it is Redis (django-ratelimit's fixed windows).
+Every sign-in form (the admin's and the dashboard's) asks :func:`sign_in_refusal` before it checks a password;
+Django's ``user_login_failed`` signal counts each wrong one, so holders who type their password right are never
+slowed. Wrong passwords are counted per (network, username), per network and per username; the last only slows the
+networks that have already guessed wrong for that username (docs/dashboard.md, "Limits"). Sign-up and password
+reset count every attempt. The counts live in the cache, shared by every web process when it is Redis
+(django-ratelimit's fixed windows).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.signals import user_login_failed
@@ -18,46 +22,97 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django_ratelimit.core import get_usage
 
+from core.client_address import client_network
+
 logger = logging.getLogger(__name__)
 
-WRONG_TRIES_ALLOWED = 10
-SIGN_IN_RATE = f"{WRONG_TRIES_ALLOWED}/15m"
+# Wrong passwords for one username from one network: a person mistyping stays well under it.
+PAIR_RATE = "10/15m"
+# Wrong passwords from one network for any usernames: an office behind one proxy shares it, a sprayer hits it.
+NETWORK_RATE = "50/h"
+# Wrong passwords for one username from anywhere: past it the username is under attack, and every network that
+# has guessed wrong for it waits out its window; a network with no wrong guess for it signs in as usual.
+UNDER_ATTACK_RATE = "10/15m"
 # Sign-up and password reset each send an email: an hour's few are plenty for a person.
 EMAILING_RATE = "5/h"
 
-
-def _usages(request: HttpRequest, action: str, address: str, *, rate: str, increment: bool) -> list[dict[str, Any]]:
-    by_address = address.strip().lower()
-    keys: dict[str, Any] = {"ip": "ip", "username": lambda group, request: by_address}
-    usages = [
-        get_usage(request, group=f"{action}-{kind}", key=key, rate=rate, increment=increment)
-        for kind, key in keys.items()
-    ]
-    return [usage for usage in usages if usage is not None]
+Key = Callable[[str, HttpRequest], str]
 
 
-def _wait(usages: list[dict[str, Any]], *, over: bool) -> int:
-    """Seconds left in the longest window whose count has reached (``over``: passed) its limit."""
-    return max(
-        (usage["time_left"] for usage in usages if usage["count"] > usage["limit"] - (0 if over else 1)), default=0
-    )
+@dataclass(frozen=True)
+class Count:
+    count: int
+    limit: int
+    seconds_left: int
+
+    @property
+    def reached(self) -> bool:
+        return self.count >= self.limit
+
+
+def _count(request: HttpRequest, group: str, key: Key, *, rate: str, increment: bool) -> Count:
+    usage = get_usage(request, group=group, key=key, rate=rate, increment=increment)
+    # django-ratelimit answers None only when it is switched off (RATELIMIT_ENABLE): nothing is counted then.
+    if usage is None:
+        return Count(count=0, limit=1, seconds_left=0)
+    return Count(count=usage["count"], limit=usage["limit"], seconds_left=usage["time_left"])
+
+
+def _network_key(name: str) -> Key:
+    return lambda group, request: client_network(request)
+
+
+def _username_key(name: str) -> Key:
+    return lambda group, request: name
+
+
+def _pair_key(name: str) -> Key:
+    return lambda group, request: f"{client_network(request)} {name}"
+
+
+SIGN_IN_COUNTS: dict[str, tuple[Callable[[str], Key], str]] = {
+    "pair": (_pair_key, PAIR_RATE),
+    "network": (_network_key, NETWORK_RATE),
+    "username": (_username_key, UNDER_ATTACK_RATE),
+}
+
+
+def _sign_in_counts(request: HttpRequest, username: str, *, increment: bool) -> dict[str, Count]:
+    name = username.strip().lower()
+    return {
+        kind: _count(request, f"sign-in-{kind}", key(name), rate=rate, increment=increment)
+        for kind, (key, rate) in SIGN_IN_COUNTS.items()
+    }
 
 
 def seconds_until_sign_in_allowed(request: HttpRequest, username: str) -> int:
-    """0 while fewer than the allowed wrong tries were made from this IP and for this username."""
-    return _wait(_usages(request, "sign-in", username, rate=SIGN_IN_RATE, increment=False), over=False)
+    """0 unless this network has guessed too often, for this username or for any, or the username is under
+    attack and this network is one of those that guessed wrong for it."""
+    counts = _sign_in_counts(request, username, increment=False)
+    pair, network, attacked = counts["pair"], counts["network"], counts["username"]
+    waits = [count.seconds_left for count in (pair, network) if count.reached]
+    if attacked.reached and pair.count:
+        # Either window ending lifts it: the attack's, or this network's own wrong guesses.
+        waits.append(min(attacked.seconds_left, pair.seconds_left))
+    return max(waits, default=0)
 
 
 def sign_in_refusal(request: HttpRequest, username: str, *, who: str) -> HttpResponse | None:
-    """The 429 page when this IP or this username has had too many wrong passwords, else None."""
+    """The 429 page when this network may not try ``username`` now, else None."""
     wait = seconds_until_sign_in_allowed(request, username)
     reason = "There have been too many wrong passwords for this account or from your network."
     return _refusal(request, wait, f"{who} sign-in", username, title="Too many sign-in attempts", reason=reason)
 
 
 def attempt_refusal(request: HttpRequest, action: str, email: str) -> HttpResponse | None:
-    """Counts this attempt at ``action`` (each sends an email); the 429 page when this IP or address made too many."""
-    wait = _wait(_usages(request, action, email, rate=EMAILING_RATE, increment=True), over=True)
+    """Counts this attempt at ``action`` (each sends an email); the 429 page when this network or address made too
+    many."""
+    address = email.strip().lower()
+    counts = [
+        _count(request, f"{action}-{kind}", key(address), rate=EMAILING_RATE, increment=True)
+        for kind, key in (("network", _network_key), ("username", _username_key))
+    ]
+    wait = max((count.seconds_left for count in counts if count.count > count.limit), default=0)
     reason = "There have been too many requests for this address or from your network."
     return _refusal(request, wait, action, email, title="Too many attempts", reason=reason)
 
@@ -67,7 +122,7 @@ def _refusal(
 ) -> HttpResponse | None:
     if not wait:
         return None
-    logger.warning("%s refused for %r from %s: too many attempts", action, address, _address(request))
+    logger.warning("%s refused for %r from %s: too many attempts", action, address, client_network(request))
     return too_many_attempts(request, title=title, reason=reason, seconds=wait)
 
 
@@ -81,13 +136,9 @@ def too_many_attempts(request: HttpRequest, *, title: str, reason: str, seconds:
     return render(request, "too_many_attempts.html", context, status=429)
 
 
-def _address(request: HttpRequest) -> str:
-    return str(request.META.get("REMOTE_ADDR"))
-
-
 @receiver(user_login_failed)
 def count_wrong_sign_in(
     sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None, **kwargs: Any
 ) -> None:
     if request is not None:
-        _usages(request, "sign-in", str(credentials.get("username", "")), rate=SIGN_IN_RATE, increment=True)
+        _sign_in_counts(request, str(credentials.get("username", "")), increment=True)
