@@ -20,6 +20,9 @@ from providers.names import ProviderName
 from providers.registry import get_provider
 
 UNCONFIRMED_KEY_MESSAGE = "Confirm your email address first: follow the link we emailed you, then create a key."
+UNCONFIRMED_SETTINGS_MESSAGE = (
+    "Confirm your email address first: follow the link we emailed you. Until then this account keeps no settings."
+)
 EMAIL_TAKEN_MESSAGE = "An account with this email already exists. Sign in instead."
 
 
@@ -33,10 +36,18 @@ def account_create(*, email: str, plan: str, password: str | None = None) -> tup
 
 @transaction.atomic
 def account_sign_up(*, email: str, password: str) -> Account:
-    """A holder's own Free account, unconfirmed and without a key until the address is confirmed."""
+    """A holder's own Free account, unconfirmed and without a key until the address is confirmed.
+
+    An address that is taken but still unconfirmed proves nothing about whoever took it: anyone may have typed
+    it. So a sign-up for it starts over, and the earlier user goes with its password, sessions and whatever it
+    set (docs/dashboard.md, "Signing up and confirming the email address").
+    """
     users = get_user_model().objects
-    if users.filter(username__iexact=email).exists():
-        raise Conflict(EMAIL_TAKEN_MESSAGE)
+    taken = users.select_for_update().filter(username__iexact=email).select_related("account").first()
+    if taken is not None:
+        if getattr(taken, "account", None) is None or taken.account.is_confirmed:
+            raise Conflict(EMAIL_TAKEN_MESSAGE)
+        taken.delete()
     try:
         user = users.create_user(username=email, email=email, password=password)
     except IntegrityError:  # the same address signed up a moment ago
@@ -51,11 +62,17 @@ def email_confirm(*, account: Account) -> Account:
     return account
 
 
+def confirmed_account_required(account: Account, *, message: str = UNCONFIRMED_SETTINGS_MESSAGE) -> None:
+    """Refuses anything that would outlive a sign-up started over (keys, secrets, credentials, a domain) until the
+    holder has shown they read the address's mail: an unconfirmed account may be someone else's squat."""
+    if not account.is_confirmed:
+        raise NotPermitted(message)
+
+
 @transaction.atomic
 def api_key_issue(*, account: Account) -> str:
     """Revokes the account's active key, if any, and issues a new one."""
-    if not account.is_confirmed:
-        raise NotPermitted(UNCONFIRMED_KEY_MESSAGE)
+    confirmed_account_required(account, message=UNCONFIRMED_KEY_MESSAGE)
     ApiKey.objects.filter(account=account, revoked_at__isnull=True).update(revoked_at=timezone.now())
     raw_key = generate_api_key()
     ApiKey.objects.create(account=account, digest=api_key_digest(raw_key), hint=raw_key[:10])
@@ -153,6 +170,7 @@ def usage_reset(*, account: Account) -> int:
 
 def signing_secret_generate(*, account: Account) -> str:
     """Creates the account's signing secret, replacing any other; returns the plaintext (shown once)."""
+    confirmed_account_required(account)
     secret = "whsec_" + secrets.token_hex(32)
     SigningSecret.objects.update_or_create(account=account, defaults={"encrypted_secret": encrypt(secret)})
     return secret
@@ -209,6 +227,7 @@ def provider_key_add(*, account: Account, provider: str, api_key: str, account_t
     """
     if not account.limits.is_paid:
         raise NotPermitted(PROVIDER_KEYS_PAID_ONLY_MESSAGE)
+    confirmed_account_required(account)
     token = account_token or None
     _check_with_provider(provider, Credentials(api_key=api_key, account_token=token))
     return provider_key_set(account=account, provider=provider, api_key=api_key, account_token=token)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import provider_credentials
-from accounts.services import provider_key_add
+from accounts.services import confirmed_account_required, provider_key_add
 from core.errors import Conflict, InvalidRequest, NotPermitted, SenderNotAllowed, SendingNotReady, UpstreamFailed
 from domains.models import SENDING_SUBDOMAIN, DomainRegistration, DomainStatus, SenderDomain
 from domains.selectors import domain_get, domain_require
@@ -71,6 +71,7 @@ def _register(name: str, credentials: Credentials, sending_name: str) -> DomainR
 def domain_request(*, account: Account, name: str) -> SenderDomain:
     """Registers the account's domain with every provider that can take part; all or nothing."""
     _require_paid(account)
+    confirmed_account_required(account)
     existing = domain_get(account=account)
     if existing is not None:
         raise Conflict(f"Your account already has the sender domain {existing.name}. Delete it first.")

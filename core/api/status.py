@@ -14,6 +14,7 @@ from core.api.envelope import error_response, success_response
 from core.api.fields import OneOfField
 from core.api.views import ApiView
 from core.health import OK, STATUSES, health_check
+from core.public_url import public_url
 
 SERVICE_NAME = "NotifyHub"
 
@@ -70,5 +71,5 @@ class InfoView(PublicView):
         },
     )
     def get(self, request: Request) -> Response:
-        docs = settings.PUBLIC_URL.rstrip("/") + reverse("api-docs")
+        docs = public_url(reverse("api-docs"))
         return Response({"name": SERVICE_NAME, "version": settings.VERSION, "docs": docs})

@@ -21,21 +21,22 @@ from django.views.generic import FormView
 from accounts.models import Account
 from accounts.services import account_sign_up, email_confirm
 from core.errors import DomainError
+from core.public_url import public_url
 from core.signin import attempt_refusal, sign_in_refusal
-from dashboard.forms import EmailAuthenticationForm, PlatformPasswordResetForm, SignUpForm
+from dashboard.forms import ConfirmPasswordForm, EmailAuthenticationForm, PlatformPasswordResetForm, SignUpForm
 from dashboard.mail import send_platform_email
 from dashboard.tokens import email_confirmation_token
 
 CONFIRM_SUBJECT = "Confirm your NotifyHub email address"
 
 
-def send_confirmation(request: HttpRequest, account: Account) -> bool:
+def send_confirmation(account: Account) -> bool:
     user = account.user
     path = reverse(
         "confirm-email",
         args=[urlsafe_base64_encode(force_bytes(user.pk)), email_confirmation_token.make_token(user)],
     )
-    html = render_to_string("registration/confirm_email_message.html", {"link": request.build_absolute_uri(path)})
+    html = render_to_string("registration/confirm_email_message.html", {"link": public_url(path)})
     return send_platform_email(to=user.email, subject=CONFIRM_SUBJECT, html=html)
 
 
@@ -61,7 +62,7 @@ class SignUpView(FormView):
             return self.form_invalid(form)
         self.request.session["signed_up"] = {
             "email": account.user.email,
-            "sent": send_confirmation(self.request, account),
+            "sent": send_confirmation(account),
         }
         return redirect("signup-sent")
 
@@ -74,22 +75,43 @@ def signup_sent(request: HttpRequest) -> HttpResponse:
 
 
 class ConfirmEmailView(View):
-    """GET shows a button, POST confirms: a mail scanner opening the link confirms nothing."""
+    """GET shows the form, POST confirms: a mail scanner opening the link confirms nothing.
+
+    The link proves only that its holder reads the mailbox; whoever signed up chose the password. Confirming asks
+    for that password too (unless its user is already signed in here), so only someone who has both confirms and
+    is signed in. The owner of an address someone else signed up with cannot, and signs up again instead, which
+    starts the account over (docs/dashboard.md, "The link").
+    """
 
     def get(self, request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
         user = self._user(uidb64, token)
-        return render(
-            request, "registration/confirm_email.html", {"valid": user is not None, "email": getattr(user, "email", "")}
-        )
+        return self._page(request, user, ConfirmPasswordForm(user=user))
 
     def post(self, request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
         user = self._user(uidb64, token)
         if user is None:
-            return render(request, "registration/confirm_email.html", {"valid": False}, status=400)
+            return self._page(request, None, None, status=400)
+        form = ConfirmPasswordForm(request.POST, user=user)
+        if not self._signed_in_as(request, user) and not form.is_valid():
+            return self._page(request, user, form, status=400)
         email_confirm(account=user.account)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, "Your email address is confirmed. Next: create your API key.")
         return redirect("dashboard")
+
+    def _page(
+        self, request: HttpRequest, user: Any, form: ConfirmPasswordForm | None, *, status: int = 200
+    ) -> HttpResponse:
+        context = {
+            "valid": user is not None,
+            "email": getattr(user, "email", ""),
+            "form": None if user is None or self._signed_in_as(request, user) else form,
+        }
+        return render(request, "registration/confirm_email.html", context, status=status)
+
+    @staticmethod
+    def _signed_in_as(request: HttpRequest, user: Any) -> bool:
+        return bool(request.user.is_authenticated and request.user.pk == user.pk)
 
     @staticmethod
     def _user(uidb64: str, token: str) -> Any:
@@ -115,7 +137,7 @@ def resend_confirmation(request: HttpRequest) -> HttpResponse:
         return refusal
     if account is None or account.is_confirmed:
         messages.info(request, "Your email address is already confirmed.")
-    elif send_confirmation(request, account):
+    elif send_confirmation(account):
         messages.success(request, f"We sent a new confirmation link to {account.user.email}.")
     else:
         messages.error(request, "The email could not be sent just now. Try again in a few minutes.")
@@ -135,6 +157,11 @@ class SignInView(auth_views.LoginView):
 class PasswordResetView(auth_views.PasswordResetView):
     form_class = PlatformPasswordResetForm
     email_template_name = "registration/password_reset_email.html"
+
+    @property
+    def extra_email_context(self) -> dict[str, str]:
+        # The link's site is PUBLIC_URL, never the request's Host header, which whoever asks for the reset writes.
+        return {"public_url": public_url("")}
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         return attempt_refusal(request, "password-reset", request.POST.get("email", "")) or super().post(

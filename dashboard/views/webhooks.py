@@ -40,7 +40,13 @@ class WebhooksView(HolderView, View):
         return self._page(request)
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        action = request.POST.get("action", "")
+        try:
+            return self._act(request, request.POST.get("action", ""))
+        except DomainError as error:  # e.g. an unconfirmed account, which keeps no secrets
+            messages.error(request, error.message)
+            return redirect("webhooks")
+
+    def _act(self, request: HttpRequest, action: str) -> HttpResponse:
         account = self.account
         if action in ("generate-signing-secret", "rotate-signing-secret"):
             return no_store(self._page(request, new_signing_secret=signing_secret_generate(account=account)))

@@ -53,9 +53,10 @@ def confirmation_link(email: str) -> str:
 
 
 def confirm_email(page: Page, holder: Holder) -> None:
-    """Follows the emailed link and confirms; that signs the holder in, on the dashboard."""
+    """Follows the emailed link and confirms with the password; that signs the holder in, on the dashboard."""
     page.goto(confirmation_link(holder.email))
-    expect(page.get_by_text(holder.email)).to_be_visible()
+    expect(page.get_by_text(f"Confirm {holder.email} with the password you signed up with.")).to_be_visible()
+    page.get_by_label("Password", exact=True).fill(holder.password)
     page.get_by_role("button", name="Confirm email address").click()
     expect_signed_in_on_dashboard(page)
     expect(page.get_by_role("status")).to_contain_text("Your email address is confirmed")

@@ -99,8 +99,9 @@ def test_a_refused_sign_up_says_why_and_keeps_the_email(
     assert not Account.objects.exists()
 
 
-def test_signing_up_twice_with_one_address_in_any_case_is_refused(browser: Browser) -> None:
+def test_signing_up_again_with_a_confirmed_address_in_any_case_is_refused(browser: Browser) -> None:
     sign_up(browser, "ada@example.com")
+    browser.post(confirmation_link(), {"password": PASSWORD})
 
     response = sign_up(Browser(), "ADA@example.com")
 
@@ -115,14 +116,14 @@ def test_the_sixth_sign_up_from_one_network_within_an_hour_is_429(browser: Brows
     assert Account.objects.count() == 5
 
 
-def test_the_link_confirms_on_post_signs_in_and_works_once(browser: Browser) -> None:
+def test_the_link_confirms_on_post_with_the_password_signs_in_and_works_once(browser: Browser) -> None:
     sign_up(browser)
     link = confirmation_link()
 
     shown = browser.get(link)
-    assert "Confirm ada@example.com to finish" in page_text(shown)
+    assert "Confirm ada@example.com with the password you signed up with." in page_text(shown)
     assert not Account.objects.get().is_confirmed  # opening the link confirms nothing
-    confirmed = browser.post(link)
+    confirmed = browser.post(link, {"password": PASSWORD})
 
     assert confirmed["Location"] == "/dashboard/"
     assert Account.objects.get().is_confirmed
@@ -135,7 +136,7 @@ def test_the_link_confirms_on_post_signs_in_and_works_once(browser: Browser) -> 
 def test_a_tampered_link_is_refused(browser: Browser, mangle: Any) -> None:
     sign_up(browser)
 
-    response = browser.post(mangle(confirmation_link()))
+    response = browser.post(mangle(confirmation_link()), {"password": PASSWORD})
 
     assert response.status_code == 400
     assert not Account.objects.get().is_confirmed
@@ -152,8 +153,66 @@ def test_an_unconfirmed_holder_signs_in_but_cannot_make_a_key_and_can_ask_for_a_
     assert not ApiKey.objects.exists()
     assert "We sent a new confirmation link to ada@example.com" in page_text(resent)
     assert len(mail.outbox) == 2
-    browser.post(confirmation_link())
+    browser.post(confirmation_link())  # signed in as its user: the session stands for the password
     assert Account.objects.get().is_confirmed
+
+
+# --- nobody can take an address they do not read ------------------------------------------------
+
+
+def test_the_link_alone_confirms_nothing_and_signs_no_one_in(browser: Browser) -> None:
+    sign_up(browser)
+    link = confirmation_link()
+
+    without = Browser().post(link)
+    wrong = Browser().post(link, {"password": "a guess at it 12"})
+
+    assert (without.status_code, wrong.status_code) == (400, 400)
+    assert "That is not your password." in page_text(wrong)
+    assert "Sign up again" in page_text(wrong)
+    assert not Account.objects.get().is_confirmed
+    assert "_auth_user_id" not in Browser().session
+
+
+def test_a_sign_up_for_an_unconfirmed_address_starts_the_account_over(browser: Browser) -> None:
+    squatter = Browser()
+    sign_up(squatter, password="the squatter's own 99")
+    squatter.post("/login/", {"username": "ada@example.com", "password": "the squatter's own 99"})
+    squatted = Account.objects.get()
+    assert squatter.get("/dashboard/").status_code == 200
+
+    again = sign_up(browser)  # the address's owner, with their own password
+    browser.post(confirmation_link(), {"password": PASSWORD})
+
+    assert again["Location"] == "/signup/sent/"
+    account = Account.objects.get()
+    assert (account.pk, account.user_id) != (squatted.pk, squatted.user_id)
+    assert account.is_confirmed
+    assert squatter.get("/dashboard/")["Location"] == "/login/?next=/dashboard/"
+    refused = Browser().post("/login/", {"username": "ada@example.com", "password": "the squatter's own 99"})
+    assert "Wrong email or password." in page_text(refused)
+
+
+def test_an_unconfirmed_account_keeps_no_settings(browser: Browser) -> None:
+    sign_up(browser)
+    browser.post("/login/", {"username": "ada@example.com", "password": PASSWORD})
+
+    refused = browser.post("/dashboard/webhooks/", {"action": "generate-signing-secret"}, follow=True)
+
+    assert "Until then this account keeps no settings." in page_text(refused)
+    assert not SigningSecret.objects.exists()
+
+
+def test_emailed_links_are_built_on_public_url_whatever_the_host_header(browser: Browser, settings: Any) -> None:
+    settings.PUBLIC_URL = "https://notify.example.com/"
+    settings.ALLOWED_HOSTS = ["*"]  # even a Host the service accepts does not choose where the links point
+    sign_up(browser, HTTP_HOST="attacker.example")
+    browser.post("/password-reset/", {"email": "ada@example.com"}, HTTP_HOST="attacker.example")
+
+    confirmation, reset = (message.alternatives[0][0] for message in mail.outbox)  # type: ignore[attr-defined]
+    assert re.search(r'href="https://notify\.example\.com/signup/confirm/[^"]+/"', confirmation)
+    assert re.search(r'href="https://notify\.example\.com/password-reset/[^"]+/"', reset)
+    assert "attacker.example" not in confirmation + reset
 
 
 # --- sign-in -----------------------------------------------------------------------------------
@@ -171,20 +230,30 @@ def test_sign_in_takes_the_email_in_any_case_and_refuses_a_wrong_password(browse
     assert right["Location"] == "/dashboard/"
 
 
-def test_the_eleventh_wrong_password_for_one_email_within_a_minute_is_429(browser: Browser) -> None:
+def test_wrong_passwords_from_ten_networks_slow_only_those_networks(browser: Browser) -> None:
     sign_up(browser)
-    # From ten different networks: the per-email count alone refuses the eleventh.
-    answers = [
+    # Someone guesses from ten networks: the email is then under attack, and each of those networks waits.
+    guesses = [
         Browser().post("/login/", {"username": "ada@example.com", "password": "wrong"}, REMOTE_ADDR=f"10.9.0.{n}")
-        for n in range(11)
+        for n in range(10)
     ]
-    with_the_right_password = Browser().post(
-        "/login/", {"username": "ada@example.com", "password": PASSWORD}, REMOTE_ADDR="10.9.1.1"
-    )
+    again = Browser().post("/login/", {"username": "ada@example.com", "password": PASSWORD}, REMOTE_ADDR="10.9.0.3")
+    the_owner = Browser().post("/login/", {"username": "ada@example.com", "password": PASSWORD}, REMOTE_ADDR="10.9.1.1")
+
+    assert [guess.status_code for guess in guesses] == [200] * 10
+    assert again.status_code == 429
+    assert re.search(r"Try again in \d+ minutes?\.", page_text(again))
+    assert the_owner["Location"] == "/dashboard/"
+
+
+def test_the_eleventh_wrong_password_for_one_email_from_one_network_is_429(browser: Browser) -> None:
+    sign_up(browser)
+    answers = [
+        Browser().post("/login/", {"username": "ada@example.com", "password": "wrong"}, REMOTE_ADDR="10.9.0.1")
+        for _ in range(11)
+    ]
 
     assert [answer.status_code for answer in answers] == [200] * 10 + [429]
-    assert with_the_right_password.status_code == 429
-    assert re.search(r"Try again in \d+ minutes?\.", page_text(answers[-1]))
 
 
 def test_dashboard_pages_need_a_signed_in_holder(browser: Browser) -> None:
