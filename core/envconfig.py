@@ -65,29 +65,67 @@ def env_int_list(name: str, default: str) -> list[int]:
     return values
 
 
-def env_secret(name: str, *, state_dir: Path, generate: Callable[[], str] | None = None) -> str:
-    """The secret from the environment, else one generated once into ``state_dir``.
+def env_required_outside_embedded_mode(name: str, local_default: str, *, embedded: bool) -> str:
+    """The variable, or in embedded mode a default that serves a run on this machine; a deployment must say it."""
+    value = env_optional(name)
+    if value:
+        return value
+    if not embedded:
+        raise ImproperlyConfigured(f"{name} must be set when REDIS_URL is (README.md, Production)")
+    return local_default
 
-    Local runs need no set-up, and the generated value survives restarts, so sessions
-    and encrypted fields stay readable.
+
+def env_secret(name: str, *, state_dir: Path | None, generate: Callable[[], str] | None = None) -> str:
+    """The secret from the environment; in embedded mode (``state_dir`` given) one generated once into it.
+
+    Local runs need no set-up, and the generated value survives restarts, so sessions and encrypted fields stay
+    readable. A deployment never generates one: two hosts would each make their own.
     """
     value = env_optional(name)
     if value:
         return value
-    path = state_dir / name.lower()
-    if path.exists():
-        return path.read_text().strip()
-    state_dir.mkdir(parents=True, exist_ok=True)
-    value = generate() if generate else secrets.token_urlsafe(50)
-    # Write-then-rename so two processes starting together never read a half-written key.
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(value)
-    os.chmod(tmp, 0o600)
-    if path.exists():  # another process won the race; use its value
-        tmp.unlink()
-        return path.read_text().strip()
-    tmp.replace(path)
-    return value
+    if state_dir is None:
+        raise ImproperlyConfigured(
+            f"{name} must be set when REDIS_URL is: NotifyHub generates it only for an embedded run "
+            "(README.md, Production)"
+        )
+    return _stored_secret(state_dir / name.lower(), generate or (lambda: secrets.token_urlsafe(50)))
+
+
+def _stored_secret(path: Path, generate: Callable[[], str]) -> str:
+    """The secret in ``path``, made there first if missing; every process starting at once reads the same one.
+
+    The value is written whole to a file of this process's, readable by the owner only from its creation, then
+    hard-linked into place, which fails if the name exists: the first process's link wins, and the others read it.
+    """
+    if not path.exists():
+        private_dir(path.parent)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        partial.unlink(missing_ok=True)  # left by a process of the same id that died mid-write
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(generate())
+        try:
+            os.link(partial, path)
+        except FileExistsError:
+            pass  # another process won; its value is read below
+        finally:
+            partial.unlink()
+    return path.read_text().strip()
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder only its owner may enter (made if missing, narrowed if an older run made it wider)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """``path`` as a file only its owner may read (made empty if missing), before anything writes to it."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    path.chmod(0o600)
+    return path
 
 
 def env_provider_keys(names: list[str], *, known: list[str]) -> dict[str, str]:

@@ -13,6 +13,7 @@ Metrics computed at scrape time (the queue's depth, from the database) are colle
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from collections.abc import Sequence
 
 from django.conf import settings
@@ -24,15 +25,19 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from core.api.headers import header_api_key
+from core.client_address import client_address
 
 
 class MetricsView(View):
-    """The metrics, for ``Authorization: Bearer METRICS_TOKEN`` when that is set, for anyone otherwise."""
+    """The metrics, for ``Authorization: Bearer METRICS_TOKEN`` when that is set. Without a token an embedded run
+    answers anyone, and a deployment only a scraper on its own loopback interface."""
 
     http_method_names = ["get", "head"]
     collectors: Sequence[Collector] = ()
 
     def get(self, request: HttpRequest) -> HttpResponse:
+        if settings.METRICS_TOKEN is None and not (settings.EMBEDDED_MODE or _from_loopback(request)):
+            return HttpResponse(LOOPBACK_ONLY, status=403, content_type="text/plain")
         if not token_accepted(request):
             return unauthorized()
         encode, content_type = choose_encoder(request.headers.get("Accept", ""))
@@ -47,6 +52,19 @@ class MetricsView(View):
         for collector in self.collectors:
             registry.register(collector)
         return registry
+
+
+LOOPBACK_ONLY = "Without METRICS_TOKEN the metrics are answered only on the loopback interface\n"
+
+
+def _from_loopback(request: HttpRequest) -> bool:
+    """Whether the scraper is on this host. A forwarded request is not, unless the proxies in front are counted
+    (TRUSTED_PROXY_HOPS) and the client they name is: a proxy on this host would otherwise look local."""
+    forwarded = settings.TRUSTED_PROXY_HOPS == 0 and "HTTP_X_FORWARDED_FOR" in request.META
+    try:
+        return not forwarded and ipaddress.ip_address(client_address(request)).is_loopback
+    except ValueError:
+        return False
 
 
 def token_accepted(request: HttpRequest) -> bool:

@@ -22,23 +22,34 @@ from core.envconfig import (
     env_list,
     env_optional,
     env_provider_keys,
+    env_required_outside_embedded_mode,
     env_secret,
     env_str,
+    private_dir,
+    private_file,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("NOTIFYHUB_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_secret("SECRET_KEY", state_dir=VAR_DIR)
+REDIS_URL = env_optional("REDIS_URL")
+# Without Redis the service runs embedded, for trying it on one machine: SQLite, an in-process cache and rate
+# limiter, a file broker, and secrets generated into var/. With Redis it is a deployment, and nothing is guessed.
+EMBEDDED_MODE = REDIS_URL is None
+_generated_secrets_dir = VAR_DIR if EMBEDDED_MODE else None
+SECRET_KEY = env_secret("SECRET_KEY", state_dir=_generated_secrets_dir)
 FIELD_ENCRYPTION_KEY = env_secret(
-    "FIELD_ENCRYPTION_KEY", state_dir=VAR_DIR, generate=lambda: Fernet.generate_key().decode()
+    "FIELD_ENCRYPTION_KEY", state_dir=_generated_secrets_dir, generate=lambda: Fernet.generate_key().decode()
 )
 try:
     Fernet(FIELD_ENCRYPTION_KEY.encode())
 except ValueError:
     raise ImproperlyConfigured("FIELD_ENCRYPTION_KEY must be a Fernet key (32 url-safe base64-encoded bytes)") from None
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+# How many proxies stand in front and append to X-Forwarded-For; 0 reads the socket's address only
+# (core/client_address.py). Sign-in limits count by the address this gives.
+TRUSTED_PROXY_HOPS = env_int("TRUSTED_PROXY_HOPS", 0)
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
@@ -102,7 +113,9 @@ TEMPLATES = [
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
 _database = environ.Env.db_url_config(DATABASE_URL)
 if _database["ENGINE"] == "django.db.backends.sqlite3":
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    private_dir(VAR_DIR)
+    if _database["NAME"] != ":memory:":
+        private_file(Path(_database["NAME"]))
     # IMMEDIATE transactions take the write lock up front, so web and worker processes
     # wait for each other (busy_timeout) instead of failing with "database is locked".
     _database["OPTIONS"] = {
@@ -133,9 +146,6 @@ DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: broker, cache, rate limits ------------------------------------------------
-REDIS_URL = env_optional("REDIS_URL")
-EMBEDDED_MODE = REDIS_URL is None
-
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
     RATELIMIT_STORAGE_URL = REDIS_URL
@@ -274,8 +284,11 @@ API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)
 
 # --- Notifications --------------------------------------------------------------------
 PLATFORM_DOMAIN = env_str("PLATFORM_DOMAIN", "notifyhub.local")
-# Where the service is reached from outside, for URLs it gives out (the provider-event receivers).
-PUBLIC_URL = env_str("PUBLIC_URL", f"http://127.0.0.1:{env_str('PORT', '8000')}")
+# Where the service is reached from outside, for every URL it gives out (confirmation and reset links, the
+# provider-event receivers): never the request's Host header, which a client writes.
+PUBLIC_URL = env_required_outside_embedded_mode(
+    "PUBLIC_URL", f"http://127.0.0.1:{env_str('PORT', '8000')}", embedded=EMBEDDED_MODE
+)
 PLATFORM_PROVIDERS = env_list("PLATFORM_PROVIDERS")
 PLATFORM_PROVIDER_KEYS = env_provider_keys(PLATFORM_PROVIDERS, known=["SENDGRID", "RESEND", "POSTMARK"])
 SENDGRID_API_URL = env_str("SENDGRID_API_URL", "https://api.sendgrid.com/v3/")
@@ -287,9 +300,9 @@ EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 WEBHOOK_CA_BUNDLE = env_optional("WEBHOOK_CA_BUNDLE")
-# Runs for trying things (SQLite, or DEBUG) trust the CA of `manage.py listen` and let webhooks reach its one port
-# on 127.0.0.1, nothing else local (docs/operations.md); production (PostgreSQL, DEBUG off) never does.
-WEBHOOK_TRUST_LISTENER = DEBUG or DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+# Runs for trying things (embedded, or DEBUG) trust the CA of `manage.py listen` and let webhooks reach its one
+# port on 127.0.0.1 while it runs, nothing else local (docs/operations.md); a deployment (Redis, DEBUG off) never does.
+WEBHOOK_TRUST_LISTENER = DEBUG or EMBEDDED_MODE
 # How long a claim holds a job; past it, another worker may take over. The worker renews it while the attempt
 # runs (notifications/lease.py), so it bounds how long the job of a worker that died waits, not how long an
 # attempt may take.
@@ -301,10 +314,11 @@ JOB_RETRY_GRACE_SECONDS = env_int("JOB_RETRY_GRACE_SECONDS", 30, minimum=0)
 
 # Free-plan email with no platform provider goes to Django's email backend: files in var/outbox.
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
-EMAIL_FILE_PATH = str(VAR_DIR / "outbox")
+EMAIL_FILE_PATH = str(private_dir(VAR_DIR / "outbox"))  # mail holds confirmation and reset links
 
 # --- Health, metrics, logs (docs/observability.md) ------------------------------------
-# When set, GET /metrics wants it as Authorization: Bearer.
+# GET /metrics wants it as Authorization: Bearer. Unset, only an embedded run (or DEBUG) answers /metrics, and
+# only to a client on the loopback interface (docs/observability.md).
 METRICS_TOKEN = env_optional("METRICS_TOKEN")
 # The folder where every process of the host keeps its metrics for GET /metrics to sum. prometheus_client
 # reads the variable itself when first imported; set but empty, it would write into the working directory.

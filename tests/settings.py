@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
+from cryptography.fernet import Fernet
+
 os.environ.setdefault("NOTIFYHUB_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test"))
+# Beside Redis the service starts only when given its secrets and PUBLIC_URL. The suite gives its own, here in the
+# environment, so the services the tests start (tests/faults/) inherit the same ones.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
+os.environ.setdefault("FIELD_ENCRYPTION_KEY", Fernet.generate_key().decode())
+os.environ.setdefault("PUBLIC_URL", "http://testserver")
 
 from notifyhub.settings import *  # noqa: F403
 

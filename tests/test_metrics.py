@@ -177,6 +177,43 @@ def test_with_a_token_set_the_token_is_let_in(db: None, metrics_token: str) -> N
     assert value(samples, "notifyhub_jobs_pending") == 0
 
 
+@pytest.mark.parametrize(
+    "remote",
+    [
+        {"REMOTE_ADDR": "203.0.113.5"},
+        {"REMOTE_ADDR": "10.0.0.7"},
+        # A proxy on this host forwarding someone else's scrape: it is not a local scraper.
+        {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "203.0.113.5"},
+    ],
+    ids=["public", "private", "forwarded-by-a-local-proxy"],
+)
+def test_a_deployment_without_a_token_answers_only_its_own_loopback(
+    db: None, settings: Any, remote: dict[str, str]
+) -> None:
+    settings.EMBEDDED_MODE, settings.METRICS_TOKEN = False, None
+
+    refused = APIClient().get("/metrics", **remote)
+
+    assert refused.status_code == 403
+    assert refused.content == b"Without METRICS_TOKEN the metrics are answered only on the loopback interface\n"
+    assert value(scrape(REMOTE_ADDR="127.0.0.1"), "notifyhub_jobs_pending") == 0
+
+
+def test_behind_a_counted_proxy_a_local_client_is_answered_and_a_remote_one_is_not(db: None, settings: Any) -> None:
+    settings.EMBEDDED_MODE, settings.METRICS_TOKEN, settings.TRUSTED_PROXY_HOPS = False, None, 1
+
+    remote = APIClient().get("/metrics", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.5")
+
+    assert remote.status_code == 403
+    assert value(scrape(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="127.0.0.1"), "notifyhub_jobs_pending") == 0
+
+
+def test_an_embedded_run_without_a_token_answers_anyone(db: None, settings: Any) -> None:
+    settings.EMBEDDED_MODE, settings.METRICS_TOKEN = True, None
+
+    assert value(scrape(REMOTE_ADDR="203.0.113.5"), "notifyhub_jobs_pending") == 0
+
+
 COUNT_IN_A_PROCESS = """
 import sys
 

@@ -1,10 +1,11 @@
 """The receiver ``manage.py listen`` runs, as the webhook client of a local run sees it (docs/operations.md).
 
 listen keeps its CA in ``VAR_DIR/listen/ca.pem`` and, while it runs, a record of the port it serves on
-127.0.0.1 in ``VAR_DIR/listen/listener.json``. Where ``WEBHOOK_TRUST_LISTENER`` is on (SQLite or DEBUG runs, never
-production) the webhook client trusts that CA and may connect to 127.0.0.1 at that port, and to no other
-non-public address. A worker started before listen finds it within a second: the record's mtime is looked
-at no more than once a second, so a delivery does not pay for a stat.
+127.0.0.1 and of its process in ``VAR_DIR/listen/listener.json``. Where ``WEBHOOK_TRUST_LISTENER`` is on (embedded
+or DEBUG runs, never a deployment) the webhook client trusts that CA and may connect to 127.0.0.1 at that port, and
+to no other non-public address, while that process lives: a record left by a listen that was killed admits
+nothing, whatever has taken the port since. A worker started before listen finds it within a second: the record's
+mtime and the process are looked at no more than once a second, so a delivery does not pay for a stat.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Listener:
     # When this run of listen published itself (the record's mtime): with it, a new run, perhaps with a
     # new CA in the same file, makes a new key for the webhook client's session cache.
     started_ns: int
+    pid: int
 
     def admits(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int | None) -> bool:
         return address == LOOPBACK and port == self.port
@@ -67,8 +69,20 @@ def current_listener() -> Listener | None:
     mtime = _mtime_ns(path)
     if path != seen_path or mtime != seen_mtime:
         listener = _read(path, mtime) if mtime is not None else None
+    if listener is not None and not _alive(listener.pid):
+        listener = None
     _seen = (now, path, mtime, listener)
     return listener
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0 asks whether the process exists, and delivers nothing
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
 
 
 def _mtime_ns(path: Path) -> int | None:
@@ -80,10 +94,11 @@ def _mtime_ns(path: Path) -> int | None:
 
 def _read(path: Path, mtime: int) -> Listener | None:
     try:
-        port = int(json.loads(path.read_text())["port"])
+        record = json.loads(path.read_text())
+        port, pid = int(record["port"]), int(record["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return Listener(port=port, ca_file=str(ca_path()), started_ns=mtime)
+    return Listener(port=port, ca_file=str(ca_path()), started_ns=mtime, pid=pid)
 
 
 def listener_publish(*, port: int) -> None:
