@@ -7,10 +7,13 @@ tracking credential or webhook URL credentials.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.actions import delete_selected as stock_delete_selected
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
@@ -37,6 +40,43 @@ from staff.services import account_erase
 from webhooks_inbound.models import EmailEvent
 
 ACTION_TEMPLATE = "admin/staff/account_action.html"
+
+# The most rows one action takes in one request, so that "select all" stays within the web timeout
+# (docs/staff.md#limits). Erasing is bounded tighter: each account's sending domain is removed at every
+# provider, a network call each.
+ROWS_PER_ACTION = 100
+ACCOUNTS_PER_ERASE = 20
+JOBS_PER_RETRY = 500
+NARROW_THE_LIST = "Narrow the list with its filters or search, and act on one part at a time."
+TOO_MANY = "{selected} {rows} selected, more than the {limit} this action takes at a time: nothing was changed. {hint}"
+
+Action = TypeVar("Action", bound=Callable[..., HttpResponse | None])
+
+
+def at_most(limit: int, *, hint: str) -> Callable[[Action], Action]:
+    """Refuses the action, changing nothing, when more than ``limit`` rows are selected."""
+
+    def bound(action: Action) -> Action:
+        @functools.wraps(action)
+        def bounded(
+            model_admin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Any]
+        ) -> HttpResponse | None:
+            selected = queryset.count()
+            if selected > limit:
+                rows = model_admin.model._meta.verbose_name_plural
+                too_many = TOO_MANY.format(selected=selected, rows=rows, limit=limit, hint=hint)
+                model_admin.message_user(request, too_many, messages.ERROR)
+                return None
+            return action(model_admin, request, queryset)
+
+        return cast(Action, bounded)
+
+    return bound
+
+
+# Django's own "Delete selected" (same name, so it stands in for the site's), bounded too: before it asks, it
+# lists every row that would go, with all that cascades from them.
+delete_selected = at_most(ROWS_PER_ACTION, hint=NARROW_THE_LIST)(stock_delete_selected)
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -134,6 +174,10 @@ class AccountAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # the erase action deletes, with the domain at the providers and a confirmation
 
+    def has_erase_permission(self, request: HttpRequest) -> bool:
+        # Django's own delete stays hidden (above); erasing needs the model permission it would have needed.
+        return super().has_delete_permission(request)
+
     @admin.display(ordering="user__email")
     def email(self, account: Account) -> str:
         return account.user.email
@@ -153,14 +197,16 @@ class AccountAdmin(admin.ModelAdmin):
         url = reverse("admin:notifications_job_changelist") + f"?account__id__exact={account.pk}"
         return format_html('<a href="{}">jobs</a>', url)
 
-    @admin.action(description="Soft-delete (the key answers 403; restorable)")
+    @admin.action(description="Soft-delete (the key answers 403; restorable)", permissions=["change"])
+    @at_most(ROWS_PER_ACTION, hint=NARROW_THE_LIST)
     def soft_delete(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
         accounts = [account for account in queryset if account.deleted_at is None]
         for account in accounts:
             account_delete(account=account)
         self.message_user(request, f"{len(accounts)} account(s) deleted; staff can restore them.")
 
-    @admin.action(description="Restore deleted accounts")
+    @admin.action(description="Restore deleted accounts", permissions=["change"])
+    @at_most(ROWS_PER_ACTION, hint=NARROW_THE_LIST)
     def restore(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
         restored = 0
         for account in queryset:
@@ -171,7 +217,8 @@ class AccountAdmin(admin.ModelAdmin):
             restored += 1
         self.message_user(request, f"{restored} account(s) restored: they sign in and their keys work again.")
 
-    @admin.action(description="Delete for good…")
+    @admin.action(description="Delete for good…", permissions=["erase"])
+    @at_most(ACCOUNTS_PER_ERASE, hint=NARROW_THE_LIST)
     def erase(self, request: HttpRequest, queryset: QuerySet[Account]) -> HttpResponse | None:
         if "apply" not in request.POST:
             contents = [(account, account_contents(account=account).summary()) for account in queryset]
@@ -185,7 +232,8 @@ class AccountAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{message} Remove it there.", messages.WARNING)
         return None
 
-    @admin.action(description="Change plan…")
+    @admin.action(description="Change plan…", permissions=["change"])
+    @at_most(ROWS_PER_ACTION, hint=NARROW_THE_LIST)
     def change_plan(self, request: HttpRequest, queryset: QuerySet[Account]) -> HttpResponse | None:
         form = PlanForm(request.POST if "apply" in request.POST else None)
         if not form.is_valid():
@@ -195,7 +243,8 @@ class AccountAdmin(admin.ModelAdmin):
         self.message_user(request, f"{queryset.count()} account(s) moved to {form.cleaned_data['plan']}.")
         return None
 
-    @admin.action(description="Set a custom monthly limit…")
+    @admin.action(description="Set a custom monthly limit…", permissions=["change"])
+    @at_most(ROWS_PER_ACTION, hint=NARROW_THE_LIST)
     def set_monthly_limit(self, request: HttpRequest, queryset: QuerySet[Account]) -> HttpResponse | None:
         form = MonthlyLimitForm(request.POST if "apply" in request.POST else None)
         if not form.is_valid():
@@ -207,7 +256,8 @@ class AccountAdmin(admin.ModelAdmin):
         self.message_user(request, f"{queryset.count()} account(s) now have {described}.")
         return None
 
-    @admin.action(description="Reset this cycle's usage to 0")
+    @admin.action(description="Reset this cycle's usage to 0", permissions=["change"])
+    @at_most(ROWS_PER_ACTION, hint=NARROW_THE_LIST)
     def reset_usage(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
         for account in queryset:
             usage_reset(account=account)
@@ -269,12 +319,13 @@ class JobAdmin(admin.ModelAdmin):
     exclude = ["url_credentials"]
     readonly_fields = [field.name for field in Job._meta.fields if field.name != "url_credentials"]
     inlines = [DeliveryLogInline, EmailEventInline]
-    actions = ["retry"]
+    actions = ["retry", delete_selected]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    @admin.action(description="Retry failed jobs")
+    @admin.action(description="Retry failed jobs", permissions=["change"])
+    @at_most(JOBS_PER_RETRY, hint="For more, an operator runs manage.py retryfailed (docs/operations.md).")
     def retry(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         retried, refused = 0, []
         skipped = queryset.exclude(status=JobStatus.FAILED).count()
@@ -310,19 +361,31 @@ class SenderDomainAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A bare delete would leave the domain registered at every provider: domains go through
+        # domains.services.domain_delete (the holder's page, the API) or with their account (the erase action).
+        return False
+
 
 @admin.register(EmailEvent)
 class EmailEventAdmin(admin.ModelAdmin):
     """Read-only: events are what a provider said; staff look them up for support."""
 
-    list_display = ["occurred_at", "type", "provider", "recipient", "job", "account"]
+    list_display = ["occurred_at", "type", "provider", "recipient", "linked_job", "account"]
     list_filter = ["type", "provider"]
     search_fields = ["recipient", "job__id", "account__user__email", "provider_event_id"]
     list_select_related = ["account__user"]
     readonly_fields = [field.name for field in EmailEvent._meta.fields]
+    actions = [delete_selected]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    @admin.display(description="Job", ordering="job")
+    def linked_job(self, event: EmailEvent) -> str:
+        # The event's own job_id links to the job: a page of events reads no job row.
+        url = reverse("admin:notifications_job_change", args=[event.job_id])
+        return format_html('<a href="{}">{}</a>', url, event.job_id)

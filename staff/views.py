@@ -1,4 +1,5 @@
-"""The admin endpoints: staff only, through the Django admin's session and its CSRF token."""
+"""The admin endpoints: staff only, through the Django admin's session and its CSRF token, each needing the
+Django model permission its admin action needs (docs/staff.md#permissions)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.permissions import IsAdminUser
+from rest_framework.permissions import BasePermission, IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -23,28 +24,44 @@ from staff.services import account_erase
 
 SIGN_IN_REQUIRED = "Sign in to the admin as staff first; API keys are not accepted here"
 STAFF_ONLY = "Staff only"
+MISSING_PERMISSION = "Your staff user lacks the permission {permission}"
 USER_NOT_FOUND = "User not found"
 STAFF_ERRORS = error_responses(
     403,
     404,
     descriptions={
-        403: "No staff session (API keys are not accepted), a user who is not staff, or a missing CSRF token.",
+        403: (
+            "No staff session (API keys are not accepted), a user who is not staff, a staff user without the "
+            "operation's permission, or a missing CSRF token."
+        ),
         404: "No user with this id has a NotifyHub account.",
     },
 )
 
 
+class HoldsRequiredPermission(BasePermission):
+    """The staff user holds the view's ``required_permission`` (a superuser holds every one)."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return bool(request.user.has_perm(view.required_permission))
+
+
 class StaffApiView(ApiView):
-    """Signed in to the admin as staff; with a session, a POST or DELETE also needs the CSRF token."""
+    """Signed in to the admin as staff holding ``required_permission``; a POST or DELETE also needs the CSRF token."""
 
     authentication_classes = [SessionAuthentication]
-    permission_classes = [IsAdminUser]
+    permission_classes = [IsAdminUser, HoldsRequiredPermission]
+    # The Django model permission ("app_label.codename") of the admin action doing the same.
+    required_permission: str
 
     def permission_denied(self, request: Request, message: str | None = None, code: str | None = None) -> NoReturn:
         # DRF would answer a missing session with its own words; these name the way in. (Without one,
         # request.user is None: the API sets no anonymous user.)
-        signed_in = request.user is not None and request.user.is_authenticated
-        raise PermissionDenied(STAFF_ONLY if signed_in else SIGN_IN_REQUIRED)
+        if request.user is None or not request.user.is_authenticated:
+            raise PermissionDenied(SIGN_IN_REQUIRED)
+        if not request.user.is_staff:
+            raise PermissionDenied(STAFF_ONLY)
+        raise PermissionDenied(MISSING_PERMISSION.format(permission=self.required_permission))
 
     @staticmethod
     def account(user_id: int) -> Account:
@@ -55,9 +72,14 @@ class StaffApiView(ApiView):
 
 
 class RestoreUserView(StaffApiView):
+    required_permission = "accounts.change_account"
+
     @extend_schema(
         summary="Restore a deleted user (staff)",
-        description="Undoes a soft delete: the user can sign in again and the account's API key works again.",
+        description=(
+            "Undoes a soft delete: the user can sign in again and the account's API key works again. "
+            "Needs the permission `accounts.change_account`."
+        ),
         request=None,
         responses={
             200: inline_serializer(
@@ -81,12 +103,15 @@ class RestoreUserView(StaffApiView):
 
 
 class EraseUserView(StaffApiView):
+    required_permission = "accounts.delete_account"
+
     @extend_schema(
         summary="Delete a user and all their data for good (staff)",
         description=(
             "Removes the user, the account, its API and provider keys, jobs, delivery logs, events and sending "
             "domain (at every provider too): irreversible. The database part is one transaction. `deleted` counts "
-            "what went; `warnings` names each provider that could not remove the domain."
+            "what went; `warnings` names each provider that could not remove the domain. Needs the permission "
+            "`accounts.delete_account`."
         ),
         request=None,
         responses={

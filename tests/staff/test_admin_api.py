@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
@@ -14,13 +15,14 @@ from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePe
 from accounts.services import account_delete, signing_secret_generate
 from domains.models import DomainRegistration, SenderDomain
 from notifications.models import DailyTally, DeliveryLog, Job
-from staff.views import SIGN_IN_REQUIRED, STAFF_ONLY
+from staff.views import MISSING_PERMISSION, SIGN_IN_REQUIRED, STAFF_ONLY
 from tests.api.test_envelope import assert_error
 from tests.clients import APIClient
 from tests.conftest import Client
 from tests.domains.test_domain_api import request_domain, with_keys
 from tests.factories import DeliveryLogFactory, EmailEventFactory, FailedJobFactory
 from tests.fakes.providers import FakeResend, FakeSendGrid
+from tests.staff.conftest import VIEW_ONLY, admin_session
 from webhooks_inbound.models import EmailEvent, TrackingCredentials
 
 
@@ -101,6 +103,60 @@ def test_an_unknown_user_or_staff_without_an_account_is_404(staff: APIClient, st
     assert_error(restore(staff, 987654), 404, "User not found")
     assert_error(erase(staff, staff_user.pk), 404, "User not found")
     assert get_user_model().objects.filter(pk=staff_user.pk).exists()
+
+
+def test_a_view_only_staff_user_cannot_restore_an_account(make_staff: Callable[..., Any], free: Client) -> None:
+    account_delete(account=free.account)
+    viewer = admin_session(make_staff(*VIEW_ONLY))
+
+    answer = restore(viewer, free.account.user_id)
+
+    assert_error(answer, 403, MISSING_PERMISSION.format(permission="accounts.change_account"))
+    assert Account.objects.get(pk=free.account.pk).deleted_at is not None
+    assert free.get("/api/v1/ping").status_code == 403
+
+
+def test_a_view_only_staff_user_cannot_erase_an_account(make_staff: Callable[..., Any], free: Client) -> None:
+    job = with_everything(free)
+    viewer = admin_session(make_staff(*VIEW_ONLY))
+
+    answer = erase(viewer, free.account.user_id)
+
+    assert_error(answer, 403, MISSING_PERMISSION.format(permission="accounts.delete_account"))
+    assert Account.objects.filter(pk=free.account.pk).exists()
+    assert Job.objects.filter(id=job.id).exists()
+    assert DeliveryLog.objects.filter(job_id=job.id).count() == 2
+
+
+def test_a_staff_user_with_change_account_may_restore_but_not_erase(
+    make_staff: Callable[..., Any], free: Client
+) -> None:
+    account_delete(account=free.account)
+    support = admin_session(make_staff("accounts.change_account"))
+
+    refused = erase(support, free.account.user_id)
+    restored = restore(support, free.account.user_id)
+
+    assert_error(refused, 403, MISSING_PERMISSION.format(permission="accounts.delete_account"))
+    assert restored.status_code == 200
+    assert Account.objects.get(pk=free.account.pk).deleted_at is None
+
+
+def test_a_staff_user_with_delete_account_may_erase_but_not_restore(
+    make_staff: Callable[..., Any], free: Client
+) -> None:
+    account_delete(account=free.account)
+    eraser = admin_session(make_staff("accounts.delete_account"))
+
+    refused = restore(eraser, free.account.user_id)
+
+    assert_error(refused, 403, MISSING_PERMISSION.format(permission="accounts.change_account"))
+    assert Account.objects.get(pk=free.account.pk).deleted_at is not None
+
+    erased = erase(eraser, free.account.user_id)
+
+    assert erased.status_code == 200
+    assert not Account.objects.filter(pk=free.account.pk).exists()
 
 
 # --- restore ----------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -13,17 +14,29 @@ from accounts.selectors import current_period
 from accounts.services import account_delete, provider_key_set, signing_secret_generate
 from core.crypto import encrypt
 from notifications.models import Job, JobStatus
-from tests.conftest import Client
+from tests.conftest import Client, ready_to_send
 from tests.dashboard.pages import page_text
 from tests.factories import DeliveryLogFactory, EmailEventFactory, FailedJobFactory, JobFactory
+from tests.staff.conftest import VIEW_ONLY
+
+
+def console(user: Any) -> DjangoClient:
+    browser = DjangoClient()
+    browser.force_login(user)
+    return browser
 
 
 @pytest.fixture
 def staff(django_user_model: type) -> DjangoClient:
-    user = django_user_model.objects.create_superuser("ops@notifyhub.local", "ops@notifyhub.local", "pw-for-ops")
-    browser = DjangoClient()
-    browser.force_login(user)
-    return browser
+    return console(
+        django_user_model.objects.create_superuser("ops@notifyhub.local", "ops@notifyhub.local", "pw-for-ops")
+    )
+
+
+def offered_actions(page: Any) -> set[str]:
+    """The actions in the changelist's dropdown (the admin shows none when no action is allowed)."""
+    form = page.context["action_form"]
+    return {name for name, _ in form.fields["action"].choices if name} if form else set()
 
 
 def test_staff_see_jobs_with_their_attempts(staff: DjangoClient, free: Client) -> None:
@@ -145,6 +158,134 @@ def test_reset_usage_lets_sends_through_again(staff: DjangoClient, free: Client)
     assert free.send_webhook().status_code == 202
 
 
+# --- who may use which action ----------------------------------------------------------------------
+
+ACCOUNT_ACTIONS = {"soft_delete", "restore", "erase", "change_plan", "set_monthly_limit", "reset_usage"}
+# Each account action as posted once its page, if it has one, is answered.
+CHANGING_ACTIONS = [
+    pytest.param("soft_delete", {}, id="soft_delete"),
+    pytest.param("restore", {}, id="restore"),
+    pytest.param("change_plan", {"apply": "1", "plan": "startup"}, id="change_plan"),
+    pytest.param("set_monthly_limit", {"apply": "1", "limit": "5"}, id="set_monthly_limit"),
+    pytest.param("reset_usage", {}, id="reset_usage"),
+]
+ERASING = pytest.param("erase", {"apply": "1"}, id="erase")
+
+
+def stored_accounts() -> list[dict[str, Any]]:
+    """Every account as the database holds it, with its usage: what an action would change."""
+    accounts = Account.objects.order_by("pk").values(
+        "pk", "plan", "plan_started_on", "monthly_limit", "deleted_at", "is_active", "user__is_active"
+    )
+    usage = UsagePeriod.objects.order_by("pk").values("account_id", "period_start", "used")
+    return [*accounts, *usage]
+
+
+def accounts_every_action_would_change(make_client: Callable[..., Client], count: int) -> list[Account]:
+    """``count`` accounts with usage this cycle, every other one soft-deleted."""
+    accounts = [make_client().account for _ in range(count)]
+    for account in accounts:
+        UsagePeriod.objects.create(account=account, period_start=current_period(account)[0], used=7)
+    for account in accounts[1::2]:
+        account_delete(account=account)
+    return accounts
+
+
+def test_a_view_only_staff_user_is_offered_no_account_action(make_staff: Callable[..., Any], free: Client) -> None:
+    page = console(make_staff(*VIEW_ONLY)).get(ACCOUNTS)
+
+    assert page.status_code == 200
+    assert free.account.user.email in page_text(page)
+    assert offered_actions(page) == set()
+
+
+@pytest.mark.parametrize(("action", "fields"), [*CHANGING_ACTIONS, ERASING])
+def test_a_view_only_staff_user_posting_an_account_action_anyway_changes_nothing(
+    make_staff: Callable[..., Any], make_client: Callable[..., Client], action: str, fields: dict[str, str]
+) -> None:
+    accounts = accounts_every_action_would_change(make_client, 2)
+    before = stored_accounts()
+
+    answer = act(console(make_staff(*VIEW_ONLY)), action, *accounts, **fields)
+
+    assert answer.status_code == 200
+    assert stored_accounts() == before
+
+
+def test_a_staff_user_with_change_account_has_every_account_action_but_erase(
+    make_staff: Callable[..., Any], free: Client
+) -> None:
+    support = console(make_staff("accounts.view_account", "accounts.change_account"))
+
+    offered = offered_actions(support.get(ACCOUNTS))
+    done = act(support, "change_plan", free.account, apply="1", plan="indie")
+
+    assert offered == ACCOUNT_ACTIONS - {"erase"}
+    assert "1 account(s) moved to indie." in page_text(done)
+    assert Account.objects.get(pk=free.account.pk).plan == "indie"
+
+
+def test_a_staff_user_with_delete_account_may_erase_and_nothing_else(
+    make_staff: Callable[..., Any], free: Client
+) -> None:
+    eraser = console(make_staff("accounts.view_account", "accounts.delete_account"))
+
+    offered = offered_actions(eraser.get(ACCOUNTS))
+    done = act(eraser, "erase", free.account, apply="1")
+
+    assert offered == {"erase"}
+    assert f"Deleted {free.account.user.email} for good" in page_text(done)
+    assert not Account.objects.filter(pk=free.account.pk).exists()
+
+
+# --- how many rows one action takes ----------------------------------------------------------------
+
+NARROW_THE_LIST = "Narrow the list with its filters or search, and act on one part at a time."
+
+
+@pytest.mark.parametrize(("action", "fields"), CHANGING_ACTIONS)
+def test_an_account_action_on_more_than_100_accounts_is_refused_and_changes_nothing(
+    staff: DjangoClient, make_client: Callable[..., Client], action: str, fields: dict[str, str]
+) -> None:
+    accounts = accounts_every_action_would_change(make_client, 101)
+    before = stored_accounts()
+
+    refused = act(staff, action, accounts[0], select_across="1", **fields)
+
+    assert (
+        f"101 accounts selected, more than the 100 this action takes at a time: nothing was changed. {NARROW_THE_LIST}"
+    ) in page_text(refused)
+    assert stored_accounts() == before
+
+
+def test_an_account_action_on_exactly_100_accounts_goes_ahead(
+    staff: DjangoClient, make_client: Callable[..., Client]
+) -> None:
+    accounts = [make_client().account for _ in range(100)]
+
+    done = act(staff, "change_plan", accounts[0], select_across="1", apply="1", plan="indie")
+
+    assert "100 account(s) moved to indie." in page_text(done)
+    assert Account.objects.filter(plan="indie").count() == 100
+
+
+def test_erasing_more_than_20_accounts_at_once_is_refused_and_deletes_nothing(
+    staff: DjangoClient, make_client: Callable[..., Client]
+) -> None:
+    accounts = [make_client().account for _ in range(21)]
+
+    asked = act(staff, "erase", accounts[0], select_across="1")
+    applied = act(staff, "erase", *accounts, apply="1")
+
+    refusal = (
+        f"21 accounts selected, more than the 20 this action takes at a time: nothing was changed. {NARROW_THE_LIST}"
+    )
+    assert refusal in page_text(asked)
+    assert "Delete for good?" not in page_text(asked)
+    assert refusal in page_text(applied)
+    assert Account.objects.count() == 21
+
+
 def test_accounts_are_not_added_or_deleted_by_hand(staff: DjangoClient, free: Client) -> None:
     assert staff.get(f"{ACCOUNTS}add/").status_code == 403
     assert staff.get(f"{ACCOUNTS}{free.account.pk}/delete/").status_code == 403
@@ -153,6 +294,7 @@ def test_accounts_are_not_added_or_deleted_by_hand(staff: DjangoClient, free: Cl
 # --- jobs, domains, secrets -----------------------------------------------------------------------
 
 JOBS = "/admin/notifications/job/"
+EVENTS = "/admin/webhooks_inbound/emailevent/"
 
 
 def test_jobs_are_filtered_by_account_type_and_status(staff: DjangoClient, free: Client, startup: Client) -> None:
@@ -190,6 +332,84 @@ def test_the_retry_action_requeues_failed_jobs_only(
     assert Job.objects.get(id=completed.id).status == JobStatus.COMPLETED
 
 
+def test_a_view_only_staff_user_cannot_retry_jobs(
+    make_staff: Callable[..., Any], free: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    failed = FailedJobFactory(account=free.account)
+    viewer = console(make_staff(*VIEW_ONLY))
+
+    offered = offered_actions(viewer.get(JOBS))
+    with django_capture_on_commit_callbacks(execute=False) as published:
+        answer = viewer.post(JOBS, {"action": "retry", "_selected_action": [failed.id]}, follow=True)
+
+    assert offered == set()
+    assert answer.status_code == 200
+    assert Job.objects.get(id=failed.id).status == JobStatus.FAILED
+    assert published == []
+
+
+def test_a_staff_user_with_change_job_may_retry_jobs(
+    make_staff: Callable[..., Any], free: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    failed = FailedJobFactory(account=free.account)
+    operator = console(make_staff("notifications.view_job", "notifications.change_job"))
+
+    offered = offered_actions(operator.get(JOBS))
+    with django_capture_on_commit_callbacks(execute=False):
+        done = operator.post(JOBS, {"action": "retry", "_selected_action": [failed.id]}, follow=True)
+
+    assert offered == {"retry"}
+    assert "1 job(s) re-queued; 0 not failed, left as they were." in page_text(done)
+    assert Job.objects.get(id=failed.id).status == JobStatus.PENDING
+
+
+def test_retrying_more_than_500_jobs_at_once_is_refused_and_points_to_retryfailed(
+    staff: DjangoClient, free: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    jobs = Job.objects.bulk_create(FailedJobFactory.build_batch(501, account=free.account))
+
+    with django_capture_on_commit_callbacks(execute=False) as published:
+        refused = staff.post(
+            JOBS, {"action": "retry", "select_across": "1", "_selected_action": [jobs[0].id]}, follow=True
+        )
+
+    assert (
+        "501 jobs selected, more than the 500 this action takes at a time: nothing was changed. "
+        "For more, an operator runs manage.py retryfailed (docs/operations.md)."
+    ) in page_text(refused)
+    assert Job.objects.filter(status=JobStatus.FAILED).count() == 501
+    assert published == []
+
+
+def test_djangos_own_delete_selected_is_bounded_too(staff: DjangoClient, free: Client) -> None:
+    jobs = Job.objects.bulk_create(FailedJobFactory.build_batch(101, account=free.account))
+    delete_all = {"action": "delete_selected", "select_across": "1", "_selected_action": [jobs[0].id], "post": "yes"}
+
+    refused = staff.post(JOBS, delete_all, follow=True)
+    asked = staff.post(JOBS, {"action": "delete_selected", "_selected_action": [job.id for job in jobs[:100]]})
+
+    assert (
+        f"101 jobs selected, more than the 100 this action takes at a time: nothing was changed. {NARROW_THE_LIST}"
+    ) in page_text(refused)
+    assert Job.objects.count() == 101
+    assert "Are you sure you want to delete the selected jobs?" in page_text(asked)
+
+
+def test_the_events_list_takes_as_few_queries_for_many_events_as_for_one(
+    staff: DjangoClient, free: Client, django_assert_max_num_queries: Any
+) -> None:
+    jobs = FailedJobFactory.create_batch(40, account=free.account, type="email")
+    for job in jobs:
+        EmailEventFactory(job=job, type="BOUNCED")
+
+    # The session, the user, the list's two counts and its page: no query per event for its job or account.
+    with django_assert_max_num_queries(5):
+        page = staff.get(EVENTS)
+
+    assert page.status_code == 200
+    assert all(str(job.id) in page_text(page) for job in jobs)
+
+
 def test_secrets_never_show(staff: DjangoClient, startup: Client) -> None:
     secret = signing_secret_generate(account=startup.account)
     job = JobFactory(account=startup.account, url_credentials=encrypt("user:hunter2"))
@@ -203,3 +423,14 @@ def test_secrets_never_show(staff: DjangoClient, startup: Client) -> None:
         assert secret not in page
         assert "hunter2" not in page
         assert startup.api_key not in page
+
+
+def test_sender_domains_offer_no_bare_delete_which_would_leave_them_at_the_providers(
+    staff: DjangoClient, startup: Client
+) -> None:
+    ready_to_send(startup)
+
+    page = staff.get("/admin/domains/senderdomain/").content.decode()
+
+    assert "example.com" in page
+    assert 'name="action"' not in page  # no action is offered at all, Django's "Delete selected" included
