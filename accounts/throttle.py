@@ -1,4 +1,5 @@
-"""The rolling one-minute rate limit per API key (docs/rules.md, "Limits").
+"""The rolling one-minute rate limits: per API key (docs/rules.md, "Limits"), and per account for the
+providers' event posts (docs/inbound-events.md).
 
 ``limits``' moving window keeps each hit's time, so the window really rolls; on Redis the
 check-and-record is one Lua script, exact under concurrency across processes. While the store
@@ -110,10 +111,14 @@ def _limiter() -> FallbackLimiter:
     return FallbackLimiter(MovingWindowRateLimiter(store))
 
 
+def per_minute_hit(*, scope: str, key: str, limit: int) -> bool:
+    """Records one request for ``key`` within ``scope``; False once ``limit`` were recorded in the last minute."""
+    return _limiter().hit(RateLimitItemPerMinute(limit), scope, key)
+
+
 def api_key_hit(*, api_key: ApiKey) -> bool:
     """Records one request for the key; False once the plan's limit is reached in the last minute."""
-    item = RateLimitItemPerMinute(api_key.account.limits.requests_per_minute)
-    return _limiter().hit(item, "api-key", str(api_key.pk))
+    return per_minute_hit(scope="api-key", key=str(api_key.pk), limit=api_key.account.limits.requests_per_minute)
 
 
 def reset_rate_limits() -> None:

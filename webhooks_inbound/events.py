@@ -22,6 +22,10 @@ from providers.names import EmailEventType, ProviderName
 
 RECIPIENT_MAX_LENGTH = 320
 EVENT_ID_MAX_LENGTH = 255
+# An X-Message-Id of SendGrid's has had two dots at most (14c5d75ce93.dfd.64b469), and newer ones have none; one
+# more dot is allowed for a format not seen yet. Each candidate is one more value to look up, so an id made of dots
+# gives no more than these.
+SENDGRID_SEND_ID_CANDIDATES = 4
 
 POSTMARK_RECORD_TYPES = {
     "Delivery": EmailEventType.DELIVERED,
@@ -131,9 +135,10 @@ def sendgrid_send_ids(sg_message_id: str) -> list[str]:
     """The X-Message-Id the send may have had: sg_message_id begins with it, up to one of its dots.
 
     ``14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0`` was sent as ``14c5d75ce93.dfd.64b469``;
-    newer ids have no dot of their own. Each prefix ending before a dot is a candidate.
+    newer ids have no dot of their own. Each prefix ending before one of the first
+    SENDGRID_SEND_ID_CANDIDATES dots is a candidate.
     """
-    parts = sg_message_id[:EVENT_ID_MAX_LENGTH].split(".")
+    parts = sg_message_id[:EVENT_ID_MAX_LENGTH].split(".", SENDGRID_SEND_ID_CANDIDATES)
     return [".".join(parts[:count]) for count in range(1, len(parts))]
 
 

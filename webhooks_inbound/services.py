@@ -141,7 +141,9 @@ def _insert_new(rows: list[EmailEvent]) -> int:
         return 0
     db = sql.default_connection()
     row_placeholders = "(" + ", ".join(["%s"] * len(EVENT_FIELDS)) + ")"
-    per_statement = db.ops.bulk_batch_size(EVENT_FIELDS, rows)  # all of them, except on SQLite
+    # As many rows as a statement's parameters allow: SQLite's 999, or the 65,535 PostgreSQL's protocol
+    # counts in 16 bits (Django's bulk_batch_size leaves a batch whole there, which a large one exceeds).
+    per_statement = (db.features.max_query_params or 65_535) // len(EVENT_FIELDS)
     stored = 0
     with transaction.atomic(), db.cursor() as cursor:
         for start in range(0, len(rows), per_statement):

@@ -8,20 +8,23 @@ the URL names, set on the view before the checks run (docs/inbound-events.md).
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from anymail.exceptions import AnymailConfigurationError, AnymailWebhookValidationFailure
+from anymail.signals import AnymailTrackingEvent
 from anymail.utils import get_request_basic_auth
 from anymail.webhooks.base import AnymailCoreWebhookView
 from anymail.webhooks.postmark import PostmarkTrackingWebhookView
 from anymail.webhooks.resend import ResendTrackingWebhookView
 from anymail.webhooks.sendgrid import SendGridTrackingWebhookView
-from django.core.exceptions import RequestDataTooBig
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from accounts.models import Account
+from accounts.throttle import per_minute_hit
 from core.api.envelope import error_response, success_response
 from core.crypto import decrypt
 from providers.names import ProviderName
@@ -36,6 +39,18 @@ from webhooks_inbound.verification import SIGNATURE_TOLERANCE_SECONDS, is_fresh,
 MALFORMED_PAYLOAD = (ValueError, KeyError, TypeError, AttributeError, OverflowError, AnymailConfigurationError)
 BASIC_CHALLENGE = 'Basic realm="NotifyHub provider events"'
 STALE_SIGNATURE = f"The signature timestamp is missing or more than {SIGNATURE_TOLERANCE_SECONDS // 60} minutes old"
+
+# The caps below are above what each provider sends and bound what one request costs (docs/inbound-events.md).
+# SendGrid posts a batch "within approximately 30 seconds or when the batch size reaches 768 kilobytes"
+# (https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/twilio-sendgrid-event-webhook-overview#data-storage):
+# 1 MiB leaves room for the event that crosses that size. Resend posts one event of a few KB.
+MAX_BODY_BYTES = 1024 * 1024
+# Postmark posts one event, but a bounce carries the bounced message's dump when the webhook includes bounce content
+# (https://postmarkapp.com/developer/webhooks/bounce-webhook), so it keeps the 2.5 MB Django allows any request.
+POSTMARK_MAX_BODY_BYTES = 2_621_440
+# A real SendGrid event takes 150 bytes or more (address, time, type and two ids at the least), so 1 MiB of them
+# is fewer than 7,000: only a batch of stubs reaches this, and each event is parsed, mapped and looked up.
+SENDGRID_MAX_EVENTS = 10_000
 
 
 class Refused(Exception):
@@ -58,6 +73,7 @@ class EventReceiver(AnymailCoreWebhookView):
     provider: ClassVar[ProviderName]
     # Sent back on a 401, so the sender learns how to authenticate.
     challenge: ClassVar[str | None] = None
+    max_body_bytes: ClassVar[int] = MAX_BODY_BYTES
 
     def __init__(self, **kwargs: Any) -> None:
         # anymail's mixins read one credential from settings at construction and warn when it is
@@ -66,11 +82,10 @@ class EventReceiver(AnymailCoreWebhookView):
 
     def post(self, request: HttpRequest, customer_id: str) -> HttpResponse:
         try:
-            request.body  # noqa: B018  # read once here, so an oversized body is refused as such
+            self.refuse_oversized(request)
             account = self.authenticated_account(request, customer_id)
+            refuse_over_rate(account)
             events, ignored = self.reported_events(request)
-        except RequestDataTooBig:
-            return error_response(413, "Request body is too large")
         except Refused as refusal:
             return refusal.response()
         recorded = events_record(account=account, provider=self.provider, events=events, ignored=ignored)
@@ -80,6 +95,15 @@ class EventReceiver(AnymailCoreWebhookView):
         response = error_response(405, f'Method "{request.method}" not allowed.')
         response["Allow"] = ", ".join(method.upper() for method in self._allowed_methods())
         return response
+
+    def refuse_oversized(self, request: HttpRequest) -> None:
+        """413 on the length the request declares, before any of the body is read.
+
+        Django reads no further than Content-Length (and nothing without it), so a body that
+        passes here is read capped at this size.
+        """
+        if int(request.META.get("CONTENT_LENGTH") or 0) > self.max_body_bytes:
+            raise Refused(413, f"Request body must be at most {self.max_body_bytes // 1024} KB")
 
     def authenticated_account(self, request: HttpRequest, customer_id: str) -> Account:
         found = receiving_account(customer_id=customer_id)
@@ -114,11 +138,25 @@ class EventReceiver(AnymailCoreWebhookView):
         raise NotImplementedError
 
 
+def refuse_over_rate(account: Account) -> None:
+    """429 once the account's receivers answered PROVIDER_EVENTS_PER_MINUTE requests in the last minute.
+
+    Counted after authentication, though a refusal before it would cost less: the customerId is
+    no secret (it is in the URL set at the provider), so a count before it would let anyone who
+    knows one use up the account's minute and have its genuine events refused. What a request
+    costs until then is bounded: its declared size, one indexed lookup, one signature check.
+    """
+    limit: int = settings.PROVIDER_EVENTS_PER_MINUTE
+    if not per_minute_hit(scope="provider-events", key=str(account.public_id), limit=limit):
+        raise Refused(429, "Rate limit exceeded")
+
+
 class PostmarkEventReceiver(EventReceiver, PostmarkTrackingWebhookView):
     """Postmark signs nothing: its webhook URL carries a Basic Auth password NotifyHub generated."""
 
     provider = ProviderName.POSTMARK
     challenge = BASIC_CHALLENGE
+    max_body_bytes = POSTMARK_MAX_BODY_BYTES
     password_digest = ""
 
     def use_credentials(self, credentials: TrackingCredentials | None) -> bool:
@@ -145,6 +183,13 @@ class SendGridEventReceiver(EventReceiver, SendGridTrackingWebhookView):
     def validate_request(self, request: HttpRequest) -> None:
         if not is_fresh(request.headers.get("X-Twilio-Email-Event-Webhook-Timestamp")):
             raise Refused(401, STALE_SIGNATURE)
+
+    def parse_events(self, request: HttpRequest) -> list[AnymailTrackingEvent]:
+        """anymail's own two steps, with the batch counted between them: before any event is read."""
+        batch = json.loads(request.body.decode("utf-8"))
+        if isinstance(batch, list) and len(batch) > SENDGRID_MAX_EVENTS:
+            raise Refused(413, f"A batch must hold at most {SENDGRID_MAX_EVENTS} events")
+        return [self.esp_to_anymail_event(event) for event in batch]
 
 
 class ResendEventReceiver(EventReceiver, ResendTrackingWebhookView):

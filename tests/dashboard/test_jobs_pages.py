@@ -157,6 +157,7 @@ def test_the_jobs_page_reads_a_page_in_one_query_whatever_its_size(
         ({"status": "lost"}, "Select a valid choice. lost is not one of the available choices."),
         ({"type": "sms"}, "Select a valid choice. sms is not one of the available choices."),
         ({"page": "0"}, "Ensure this value is greater than or equal to 1."),
+        ({"page": "-1"}, "Ensure this value is greater than or equal to 1."),
         ({"page": "two"}, "Enter a whole number."),
     ],
 )
@@ -170,6 +171,22 @@ def test_a_bad_filter_is_400_and_says_why(holder: Holder, query: dict[str, str],
     assert message in page_text(page)
     assert "Show all jobs" in page_text(page)
     assert listed_ids(page) == []
+
+
+# The last page of 25 whose rows a 64-bit LIMIT and OFFSET can reach (the database's limit), and the next.
+LAST_NUMBERED_PAGE = (2**63 - 1 - 26) // 25 + 1
+
+
+@pytest.mark.parametrize("page", ["3", str(LAST_NUMBERED_PAGE), str(LAST_NUMBERED_PAGE + 1), "9" * 19, "1" + "0" * 29])
+def test_a_page_past_the_last_is_empty_however_large_its_number(holder: Holder, page: str) -> None:
+    browser, account = holder
+    JobFactory(account=account)
+
+    answer = browser.get("/dashboard/jobs/", {"page": page})
+
+    assert answer.status_code == 200
+    assert listed_ids(answer) == []
+    assert "No jobs match. Show all jobs" in page_text(answer)
 
 
 def test_the_jobs_page_needs_a_signed_in_holder(browser: Browser) -> None:

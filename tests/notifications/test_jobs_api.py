@@ -134,6 +134,20 @@ def test_bad_list_parameters_are_400(free: Client, params: dict[str, str], messa
     assert_error(free.get(JOBS, **params), 400, message)
 
 
+@pytest.mark.parametrize("path", [JOBS, "/api/v1/user/jobs"])
+def test_a_page_number_of_more_than_9_digits_is_400(free: Client, path: str) -> None:
+    assert_error(free.get(path, page="1" + "0" * 29), 400, "page must be a positive integer")
+
+
+@pytest.mark.parametrize("path", [JOBS, "/api/v1/user/jobs"])
+def test_the_largest_page_number_is_an_empty_page(free: Client, path: str) -> None:
+    JobFactory(account=free.account)
+
+    data = free.get(path, page="999999999", limit="100").json()["data"]
+
+    assert data == {"data": [], "pagination": {"page": 999999999, "limit": 100, "total": 1, "totalPages": 1}}
+
+
 @pytest.mark.parametrize("page_size", [1, 20, 100])
 def test_list_runs_a_constant_number_of_queries(free: Client, django_assert_num_queries: Any, page_size: int) -> None:
     Job.objects.bulk_create([JobFactory.build(account=free.account) for _ in range(100)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ from accounts.models import Account
 from tests.conftest import Client
 from tests.fakes.events import Delivery, PostmarkEvents, ResendEvents, SendGridEvents
 from tests.webhooks_inbound.conftest import SentEmail, post_events
+from webhooks_inbound.events import sendgrid_send_ids
 from webhooks_inbound.models import EmailEvent
 from webhooks_inbound.services import postmark_password_generate
 
@@ -206,6 +208,33 @@ def test_a_sendgrid_event_finds_its_job_by_the_x_message_id_its_sg_message_id_be
 
     assert response.json()["data"]["stored"] == 1
     assert stored(holder.account) == [("SENDGRID", "DELIVERED", "user@example.com", str(job.id))]
+
+
+def test_an_sg_message_id_of_many_dots_gives_at_most_4_candidates() -> None:
+    candidates = sendgrid_send_ids("14c5d75ce93.dfd.64b469" + ".0" * 100)
+
+    assert candidates == ["14c5d75ce93", "14c5d75ce93.dfd", "14c5d75ce93.dfd.64b469", "14c5d75ce93.dfd.64b469.0"]
+
+
+def test_a_sendgrid_event_of_many_dots_is_looked_up_by_at_most_4_prefixes_and_still_found(
+    holder: Client, sent_email: SentEmail, sendgrid_events: SendGridEvents
+) -> None:
+    job, _ = sent_email(holder.account, "SENDGRID", message_id="14c5d75ce93.dfd.64b469")
+    event = sendgrid_events.event("delivered", sg_message_id="14c5d75ce93.dfd.64b469" + ".0" * 100)
+    looked_up: list[str] = []
+
+    def message_ids_asked_for(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "provider_message_id" in sql:
+            looked_up.extend(params[1:])  # after the account's id
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(message_ids_asked_for):
+        response = post_events("sendgrid", holder.account, sendgrid_events.batch([event]))
+
+    assert response.json()["data"]["stored"] == 1
+    assert stored(holder.account) == [("SENDGRID", "DELIVERED", "user@example.com", str(job.id))]
+    # Its smtp-id first, then the prefixes of its sg_message_id.
+    assert len(looked_up) == 1 + 4
 
 
 def test_an_event_for_an_unknown_message_is_acknowledged_dropped_and_logged(
@@ -545,3 +574,86 @@ def test_other_methods_are_405_in_the_envelope(holder: Client) -> None:
 
     refused(response, 405, 'Method "GET" not allowed.')
     assert "POST" in response["Allow"]
+
+
+# --- limits -----------------------------------------------------------------------------------
+
+
+def padded_to(size: int, event: dict[str, Any], deliver: Callable[[dict[str, Any]], Delivery]) -> Delivery:
+    """``event`` as ``deliver`` sends it, with a field of padding that brings the body to exactly ``size`` bytes."""
+    unpadded = len(deliver({**event, "padding": ""}).body)
+    delivery = deliver({**event, "padding": "x" * (size - unpadded)})
+    assert len(delivery.body) == size
+    return delivery
+
+
+@pytest.mark.parametrize(
+    ("slug", "limit"),
+    # Postmark's bounces may carry the bounced message, so its receiver takes more.
+    [("sendgrid", 1024 * 1024), ("resend", 1024 * 1024), ("postmark", 2560 * 1024)],
+)
+def test_a_body_over_the_receivers_cap_is_413_before_the_account_is_looked_up(
+    holder: Client,
+    sent_email: SentEmail,
+    postmark_events: PostmarkEvents,
+    sendgrid_events: SendGridEvents,
+    resend_events: ResendEvents,
+    slug: str,
+    limit: int,
+) -> None:
+    _, message_id = sent_email(holder.account, slug.upper())
+    event, deliver = {
+        "sendgrid": (sendgrid_events.event("bounce", anymail_id=message_id), lambda e: sendgrid_events.batch([e])),
+        "resend": (resend_events.event("email.bounced", email_id=message_id), resend_events.deliver),
+        "postmark": (postmark_events.event("Bounce", message_id=message_id), postmark_events.deliver),
+    }[slug]
+
+    with CaptureQueriesContext(connection) as queries:
+        too_large = post_events(slug, holder.account, padded_to(limit + 1, event, deliver))
+    stored_after_refusal = stored(holder.account)
+    at_the_cap = post_events(slug, holder.account, padded_to(limit, event, deliver))
+
+    refused(too_large, 413, f"Request body must be at most {limit // 1024} KB")
+    assert queries.captured_queries == []
+    assert stored_after_refusal == []
+    assert at_the_cap.json()["data"]["stored"] == 1
+
+
+def test_a_sendgrid_batch_of_more_than_10000_events_is_413_and_stores_nothing(
+    holder: Client, sent_email: SentEmail, sendgrid_events: SendGridEvents
+) -> None:
+    sent_email(holder.account, "SENDGRID", message_id="m1")
+    # As small as events get: each costs its reading, mapping and lookup, whatever its size.
+    events = [{"event": "delivered", "smtp-id": "m1", "sg_event_id": str(n)} for n in range(10_001)]
+
+    too_many = post_events("sendgrid", holder.account, sendgrid_events.batch(events))
+    stored_after_refusal = stored(holder.account)
+    at_the_cap = post_events("sendgrid", holder.account, sendgrid_events.batch(events[:-1]))
+
+    refused(too_many, 413, "A batch must hold at most 10000 events")
+    assert stored_after_refusal == []
+    assert at_the_cap.json()["data"]["stored"] == 10_000
+
+
+def test_an_accounts_receivers_answer_their_requests_a_minute_then_429_while_another_accounts_still_answer(
+    holder: Client, make_client: Any, postmark_events: PostmarkEvents, sendgrid_events: SendGridEvents, settings: Any
+) -> None:
+    assert settings.PROVIDER_EVENTS_PER_MINUTE == 1_200  # the default
+    settings.PROVIDER_EVENTS_PER_MINUTE = 40
+    other = make_client("startup")
+    others_events = PostmarkEvents(postmark_password_generate(account=other.account))
+    # Authenticated, and of no type NotifyHub tracks: the cheapest request that counts.
+    untracked = postmark_events.deliver({"RecordType": "Outbound"})
+    # A request that fails authentication is not counted: the customerId alone is no credential.
+    wrong_password = post_events("postmark", holder.account, postmark_events.deliver({}, password="wrong"))
+
+    answers = {post_events("postmark", holder.account, untracked).status_code for _ in range(40)}
+    # The account's receivers share the one count.
+    over = post_events("sendgrid", holder.account, sendgrid_events.batch([sendgrid_events.event("delivered")]))
+    others = post_events("postmark", other.account, others_events.deliver({"RecordType": "Outbound"}))
+
+    assert wrong_password.status_code == 401
+    assert answers == {200}
+    refused(over, 429, "Rate limit exceeded")
+    assert "Retry-After" not in over
+    assert others.status_code == 200
