@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 from django.db import connection
 from django.urls import reverse
 
 from accounts.models import Account
 from core import sql
+from core.public_url import public_url
 from providers.names import ProviderName
 from webhooks_inbound.models import TrackingCredentials
 
@@ -49,8 +49,7 @@ def tracking_credentials_of(account: Account) -> TrackingCredentials | None:
 
 def receiver_urls(*, account: Account) -> dict[str, str]:
     """Where each provider should send the account's events, as absolute URLs under PUBLIC_URL."""
-    base = settings.PUBLIC_URL.rstrip("/")
     return {
-        provider: base + reverse(f"{slug}-events", args=[account.public_id])
+        provider: public_url(reverse(f"{slug}-events", args=[account.public_id]))
         for provider, slug in RECEIVER_SLUGS.items()
     }

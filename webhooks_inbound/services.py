@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from django.utils.crypto import salted_hmac
 
 from accounts.models import Account
+from accounts.services import confirmed_account_required
 from core import sql
 from core.crypto import encrypt
 from core.errors import InvalidRequest
@@ -32,6 +33,8 @@ def postmark_password_digest(password: str) -> str:
 
 
 def _credentials(account: Account) -> TrackingCredentials:
+    """The account's credentials row, to change: only a confirmed account keeps one."""
+    confirmed_account_required(account)
     credentials, _ = TrackingCredentials.objects.get_or_create(account=account)
     return credentials
 

@@ -445,3 +445,13 @@ def test_the_free_home_page_names_the_platform_sender(browser: Browser, free: Cl
 
     assert "emails go out from noreply@mail.notifyhub.example." in text
     assert "Free" in text
+
+
+def test_an_unconfirmed_account_sets_no_event_tracking_credential(browser: Browser) -> None:
+    sign_up(browser)
+    browser.post("/login/", {"username": "ada@example.com", "password": PASSWORD})
+
+    generated = browser.post("/dashboard/webhooks/", {"action": "generate-postmark-password"}, follow=True)
+
+    assert "Until then this account keeps no settings." in page_text(generated)
+    assert not TrackingCredentials.objects.exists()
