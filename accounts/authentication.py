@@ -66,7 +66,11 @@ def request_account(request: Request) -> Account:
     return account
 
 
+# Also the error of a job the worker meets for such an account (docs/job-states.md).
+INACTIVE_ACCOUNT_MESSAGE = "Account is inactive"
+
+
 def require_usable(account: Account) -> None:
     """Inactive and soft-deleted accounts are refused, however they authenticate."""
     if not account.is_usable:
-        raise NotPermitted("Account is inactive")
+        raise NotPermitted(INACTIVE_ACCOUNT_MESSAGE)

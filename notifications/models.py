@@ -44,6 +44,9 @@ class Job(models.Model):
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     # A webhook URL's ``user:password``, encrypted; the payload keeps the URL with ``***`` in its place.
     url_credentials = models.TextField(null=True, blank=True)
+    # A webhook's secret custom headers, {name: value} as encrypted JSON; the payload keeps their names with ***
+    # as values (notifications/secret_headers.py). Empty when it has none.
+    secret_headers = models.TextField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=MAX_ATTEMPTS)
     # Times a worker took the job. More than attempts + 1 at a claim means workers died holding

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from accounts.authentication import INACTIVE_ACCOUNT_MESSAGE
 from accounts.selectors import signing_secret_decrypt
 from core.unavailable import DATABASE_FAULTS
 from notifications import store
@@ -70,17 +71,26 @@ def job_process(*, job_id: UUID) -> None:
     attempt = job.attempts + 1
     with renewer.held(job) as lease:
         started = time.monotonic()
-        if _worker_deaths(job) >= WORKER_DEATHS_ALLOWED:
-            # Nothing records a worker's death: the claims it left behind are what tells.
-            message = f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt"
-            logger.error("Job %s: %s", job.id, message)
-            outcome = AttemptOutcome.failure(message, retryable=False)
-        else:
-            outcome = _attempt(claim, attempt=attempt)
+        outcome = _stopped(claim) or _attempt(claim, attempt=attempt)
         seconds = time.monotonic() - started
         job_status = _record_within_lease(lease, outcome)
     if job_status is not None:
         attempt_recorded(job, attempt=attempt, outcome=outcome, job_status=job_status, seconds=seconds)
+
+
+def _stopped(claim: store.Claim) -> AttemptOutcome | None:
+    """The failure of a job that must not be delivered at all, no request made; None when it may be tried."""
+    job = claim.job
+    if _worker_deaths(job) >= WORKER_DEATHS_ALLOWED:
+        # Nothing records a worker's death: the claims it left behind are what tells.
+        message = f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt"
+        logger.error("Job %s: %s", job.id, message)
+        return AttemptOutcome.failure(message, retryable=False)
+    if not claim.account_usable:
+        # A deleted or deactivated account sends nothing, queued before or not; Retry Job sends it once restored.
+        logger.info("Job %s: not delivered, account %s is inactive", job.id, job.account_id)
+        return AttemptOutcome.failure(INACTIVE_ACCOUNT_MESSAGE, retryable=False)
+    return None
 
 
 def _record_within_lease(lease: Lease, outcome: AttemptOutcome) -> str | None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from django.db.models import Count, Min, Prefetch, Q, QuerySet
 from django.utils import timezone
@@ -10,6 +11,7 @@ from django.utils import timezone
 from accounts.models import Account
 from core.errors import NotFound
 from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
+from notifications.secret_headers import mask_secret_headers, with_secret_headers
 
 FINISHED = [JobStatus.COMPLETED, JobStatus.FAILED]
 SLIM_FIELDS = ["id", "type", "status", "priority", "attempts", "error_message", "created_at", "completed_at"]
@@ -41,6 +43,25 @@ def job_get(*, account: Account, job_id: str) -> Job:
     return job
 
 
+def job_payload_for_owner(job: Job) -> dict[str, Any]:
+    """The payload as the job's owner sent it: a webhook's secret header values decrypted back in place.
+
+    Only for the owner's own reads (Get Job Status); the stored payload has them masked.
+    """
+    if not job.secret_headers:
+        return job.payload
+    return {**job.payload, "headers": with_secret_headers(job.payload["headers"], job.secret_headers)}
+
+
+def job_payload_for_staff(job: Job) -> dict[str, Any]:
+    """The payload for staff's eyes: every secret header's value masked, a job stored before they were kept apart
+    included (docs/rules.md, "Webhooks")."""
+    headers = job.payload.get("headers")
+    if not headers:
+        return job.payload
+    return {**job.payload, "headers": mask_secret_headers(headers)}
+
+
 def _jobs_of(account: Account, *, type: str | None, status: str | None) -> QuerySet[Job]:
     """The account's jobs, filtered, newest first, without payloads: what a list shows."""
     jobs = Job.objects.filter(account=account)
@@ -60,15 +81,22 @@ def job_list(
     return list(jobs[offset : offset + limit]), jobs.count()
 
 
+# LIMIT and OFFSET are 64-bit on PostgreSQL and SQLite.
+LARGEST_ROW_NUMBER = 2**63 - 1
+
+
 def job_page(
     *, account: Account, page: int, limit: int, type: str | None = None, status: str | None = None
 ) -> tuple[list[Job], bool]:
     """One page of the caller's jobs, newest first, and whether another follows.
 
     One query, reading one row past the page instead of counting: a count reads every matching
-    index entry, which for an account with a million jobs is most of the page's time.
+    index entry, which for an account with a million jobs is most of the page's time. A page
+    past what the database can number is empty without asking it, which would refuse the number.
     """
     offset = (page - 1) * limit
+    if offset + limit + 1 > LARGEST_ROW_NUMBER:
+        return [], False
     jobs = list(_jobs_of(account, type=type, status=status)[offset : offset + limit + 1])
     return jobs[:limit], len(jobs) > limit
 

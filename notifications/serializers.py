@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from core.api.envelope import iso_utc
 from core.api.fields import IsoDateTimeField, OneOfField
 from notifications.models import Job, JobStatus, JobType, Priority
+from notifications.selectors import job_payload_for_owner
 from providers.names import EmailEventType, ProviderName
 
 # The values the job fields take, for the OpenAPI document's enums.
@@ -64,8 +67,14 @@ class JobSlimSerializer(serializers.Serializer):
     completedAt = IsoDateTimeField(source="completed_at", allow_null=True)
 
 
+# The payload as the owner sent it, a webhook's secret header values included; stored, they are masked.
+class OwnerPayloadField(serializers.JSONField):
+    def get_attribute(self, instance: Job) -> dict[str, Any]:
+        return job_payload_for_owner(instance)
+
+
 class JobDetailSerializer(JobSlimSerializer):
-    payload = serializers.JSONField()
+    payload = OwnerPayloadField()
     maxAttempts = serializers.IntegerField(source="max_attempts")
     startedAt = IsoDateTimeField(source="started_at", allow_null=True)
     nextAttemptAt = IsoDateTimeField(source="next_attempt_at", allow_null=True)

@@ -28,6 +28,7 @@ from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType
 from notifications.observability import job_accepted
 from notifications.queue import job_enqueue
+from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
 from providers.base import Credentials, OutgoingEmail, build_message
 from providers.failover import Route, send_with_failover
@@ -141,13 +142,15 @@ def webhook_job_create(
     idempotency_key: str | None = None,
 ) -> Job:
     masked_url, credentials = split_credentials(url)
+    stored_headers, secret_headers = split_secret_headers(headers or {})
     return _job_create(
         account=account,
         type=JobType.WEBHOOK,
-        payload={"url": masked_url, "method": method, "headers": headers or {}, "payload": payload},
+        payload={"url": masked_url, "method": method, "headers": stored_headers, "payload": payload},
         priority=priority,
         idempotency_key=idempotency_key,
         url_credentials=encrypt(credentials) if credentials else None,
+        secret_headers=secret_headers,
     )
 
 
@@ -165,6 +168,7 @@ def _job_create(
     provider: str | None = None,
     fallback: str | None = None,
     url_credentials: str | None = None,
+    secret_headers: str | None = None,
 ) -> Job:
     """Stores the job, spends quota and queues it once committed; a duplicate or a refusal leaves no trace."""
     job = Job(
@@ -176,6 +180,7 @@ def _job_create(
         provider=provider,
         fallback=fallback,
         url_credentials=url_credentials,
+        secret_headers=secret_headers,
         requeue_at=_requeue_time(),
     )
     store.insert(job, counted=_counts_against_quota(account=account, job_type=type))

@@ -41,6 +41,8 @@ class Claim:
 
     job: Job
     encrypted_signing_secret: str | None
+    # Whether the account may still send: active and not deleted, as the API decides (Account.is_usable).
+    account_usable: bool
 
 
 def insert(job: Job, *, counted: bool) -> None:
@@ -96,8 +98,8 @@ def _insert_taking_unit_sql() -> str:
 def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until: datetime) -> Claim | None:
     """Takes the job for one attempt: pending, or processing with its lock over by ``claimable_until``.
 
-    One statement claims the row and returns it with the account's encrypted signing secret.
-    Should this worker die, the sweeper re-sends the task once the lease is over.
+    One statement claims the row and returns it with the account's encrypted signing secret and whether the account
+    may still send. Should this worker die, the sweeper re-sends the task once the lease is over.
     """
     params = [
         JobStatus.PROCESSING,
@@ -114,20 +116,27 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         row = cursor.fetchone()
     if row is None:
         return None
-    *job_columns, encrypted_signing_secret = row
-    return Claim(job=sql.from_row(Job, job_columns), encrypted_signing_secret=encrypted_signing_secret)
+    *job_columns, encrypted_signing_secret, account_usable = row
+    return Claim(
+        job=sql.from_row(Job, job_columns),
+        encrypted_signing_secret=encrypted_signing_secret,
+        account_usable=bool(account_usable),
+    )
 
 
 @cache
 def _claim_sql() -> str:
-    jobs, secrets = sql.table(Job), sql.table(SigningSecret)
+    jobs, secrets, accounts = sql.table(Job), sql.table(SigningSecret), sql.table(Account)
+    is_active, deleted_at = sql.column(Account, "is_active"), sql.column(Account, "deleted_at")
     return f"""
         UPDATE {jobs}
         SET status = %s, started_at = COALESCE(started_at, %s), locked_until = %s, next_attempt_at = NULL,
             requeue_at = %s, claims = claims + 1
         WHERE id = %s AND (status = %s OR (status = %s AND locked_until <= %s))
         RETURNING {sql.columns(Job)},
-            (SELECT {secrets}.encrypted_secret FROM {secrets} WHERE {secrets}.account_id = {jobs}.account_id)
+            (SELECT {secrets}.encrypted_secret FROM {secrets} WHERE {secrets}.account_id = {jobs}.account_id),
+            (SELECT {accounts}.{is_active} AND {accounts}.{deleted_at} IS NULL
+             FROM {accounts} WHERE {accounts}.id = {jobs}.account_id)
     """
 
 

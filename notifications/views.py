@@ -29,6 +29,7 @@ from core.api.serializers import RequestSerializer
 from notifications.delivery.http import is_local_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType, Priority
+from notifications.secret_headers import SECRET_NAME_PARTS
 from notifications.selectors import daily_outcomes, job_get, job_list
 from notifications.serializers import (
     JobAcceptedSerializer,
@@ -54,6 +55,8 @@ MAX_PAGE_SIZE = 100
 # RFC 5322 caps a header line at 998 characters.
 SUBJECT_MAX_LENGTH = 998
 EMAIL_BODY_MAX_LENGTH = 256 * 1024
+# Which custom headers are kept secret, as the send operation's description tells API clients.
+SECRET_NAME_PARTS_TEXT = ", ".join(f"`{part}`" for part in SECRET_NAME_PARTS[:-1]) + f" or `{SECRET_NAME_PARTS[-1]}`"
 
 
 def priority_field() -> OneOfField:
@@ -229,7 +232,9 @@ class SendWebhookView(SendView):
             "Queues an HTTP request to an HTTPS URL, carrying `payload` (at most 10 KB) as its JSON body "
             "with `Content-Type: application/json` and any `headers` given. A 2xx answer completes the job; "
             "a 5xx answer, a network error or a timeout is retried, up to 3 attempts; a 4xx answer fails it "
-            "at once. With a signing secret set, each delivery is signed."
+            "at once. With a signing secret set, each delivery is signed.\n\n"
+            f"A header whose name contains {SECRET_NAME_PARTS_TEXT}, in any case, carries a credential: it is "
+            "stored encrypted and shown to NotifyHub's staff as `***`; Get job status shows it to you as sent."
         ),
         request=InputSerializer,
         responses={202: JobAcceptedSerializer, **SEND_ERRORS},

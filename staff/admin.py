@@ -8,6 +8,7 @@ tracking credential or webhook URL credentials.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -34,6 +35,7 @@ from accounts.services import (
 from core.errors import DomainError
 from domains.models import DomainRegistration, SenderDomain
 from notifications.models import DeliveryLog, Job, JobStatus
+from notifications.selectors import job_payload_for_staff
 from notifications.services import job_retry
 from staff.selectors import account_contents
 from staff.services import account_erase
@@ -315,14 +317,24 @@ class JobAdmin(admin.ModelAdmin):
     list_select_related = ["account__user"]
     date_hierarchy = "created_at"
     ordering = ["-created_at"]
-    # The admin only shows a job; its state changes through the services (the retry action here).
-    exclude = ["url_credentials"]
-    readonly_fields = [field.name for field in Job._meta.fields if field.name != "url_credentials"]
+    # The admin only shows a job; its state changes through the services (the retry action here). Its secrets
+    # never show: URL credentials and secret header values stay encrypted, and the payload shows those headers
+    # masked (notifications/secret_headers.py).
+    exclude = ["url_credentials", "secret_headers", "payload"]
+    readonly_fields = [
+        "payload_masked" if field.name == "payload" else field.name
+        for field in Job._meta.fields
+        if field.name not in ("url_credentials", "secret_headers")
+    ]
     inlines = [DeliveryLogInline, EmailEventInline]
     actions = ["retry", delete_selected]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(description="Payload")
+    def payload_masked(self, job: Job) -> str:
+        return json.dumps(job_payload_for_staff(job), indent=2, ensure_ascii=False)
 
     @admin.action(description="Retry failed jobs", permissions=["change"])
     @at_most(JOBS_PER_RETRY, hint="For more, an operator runs manage.py retryfailed (docs/operations.md).")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Mapping
 from http import HTTPStatus
+from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
@@ -19,6 +21,7 @@ from notifications.delivery.http import webhook_session, with_credentials
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job
+from notifications.secret_headers import with_secret_headers
 from providers.http import describe_network_error
 
 USER_AGENT = "NotifyHub/1.0"
@@ -27,6 +30,9 @@ EXCERPT_BYTES = 1024
 DRAIN_BYTES = 64 * 1024
 # The longest wait a receiver's Retry-After may set before the next attempt (docs/rules.md, "Webhooks").
 RETRY_AFTER_MAX_SECONDS = 3600
+NON_PUBLIC_ADDRESS_MESSAGE = "Refused: the URL resolves to a non-public address"
+
+logger = logging.getLogger(__name__)
 
 
 def build_headers(
@@ -53,7 +59,7 @@ def deliver_webhook(job: Job, *, attempt: int, signing_secret: str | None) -> At
     headers = build_headers(
         webhook_id=str(job.id),
         attempt=attempt,
-        custom=job.payload.get("headers") or {},
+        custom=with_secret_headers(job.payload.get("headers") or {}, job.secret_headers),
         body=body,
         secret=signing_secret,
         now=int(time.time()),
@@ -79,7 +85,7 @@ def send(
             method, url, data=body, headers=headers, stream=True, timeout=(timeout, timeout)
         )
     except requests.RequestException as error:
-        return _network_failure(error, duration_ms=elapsed_ms(started), timeout_seconds=timeout)
+        return _network_failure(error, url=url, duration_ms=elapsed_ms(started), timeout_seconds=timeout)
     try:
         excerpt = _read_excerpt(response, excerpt_bytes)
     finally:
@@ -148,9 +154,13 @@ def retry_after_seconds(value: str, *, now: float) -> int | None:
     return min(seconds, RETRY_AFTER_MAX_SECONDS) if seconds > 0 else None
 
 
-def _network_failure(error: requests.RequestException, *, duration_ms: int, timeout_seconds: int) -> AttemptOutcome:
+def _network_failure(
+    error: requests.RequestException, *, url: str, duration_ms: int, timeout_seconds: int
+) -> AttemptOutcome:
     if isinstance(error, InvalidIPAddress):
-        message = f"Refused: the URL resolves to a non-public address ({error.args[0]})"
-        return AttemptOutcome.failure(message, retryable=False, duration_ms=duration_ms)
+        # The holder reads only that the address is not public: which internal address a name leads to is a fact
+        # about NotifyHub's network. Operators get it here.
+        logger.warning("Refused a webhook to %s: it resolves to %s", urlsplit(url).hostname, error.args[0])
+        return AttemptOutcome.failure(NON_PUBLIC_ADDRESS_MESSAGE, retryable=False, duration_ms=duration_ms)
     message = describe_network_error(error, timeout_seconds=timeout_seconds)
     return AttemptOutcome.failure(message, retryable=True, duration_ms=duration_ms)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import socket
 from typing import Any
 
 import pytest
@@ -125,6 +127,32 @@ def test_a_local_address_is_refused_as_for_a_job(holder: Holder, settings: Any, 
 
     assert page.status_code == 400
     assert LOCAL_URL_MESSAGE in page_text(page)
+
+
+@pytest.fixture
+def intranet_name(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A DNS name that resolves to a private address, as anyone's own domain can be made to."""
+    name, resolve = "intranet.example.com", socket.getaddrinfo
+
+    def resolve_intranet(host: str, *args: Any, **kwargs: Any) -> Any:
+        return resolve("10.20.30.40" if host == name else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve_intranet)
+    return name
+
+
+def test_a_name_resolving_to_a_private_address_is_refused_without_naming_the_address(
+    holder: Holder, settings: Any, intranet_name: str
+) -> None:
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    browser, _ = holder
+
+    page = send_test(browser, f"https://{intranet_name}/hook")
+    text = page_text(page)
+
+    assert page.status_code == 200
+    assert re.search(r"Not delivered after \d+ ms: Refused: the URL resolves to a non-public address Sent to ", text)
+    assert "10.20.30.40" not in text
 
 
 def test_the_eleventh_test_within_a_minute_is_refused(holder: Holder, receiver: Receiver, startup: Any) -> None:

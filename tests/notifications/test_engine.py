@@ -116,6 +116,7 @@ def test_a_claim_takes_the_job_in_one_statement_and_returns_it_as_stored(free: C
     assert claimed.locked_until == Job.objects.get(id=job.id).locked_until
     assert claimed.requeue_at == claimed.locked_until
     assert claim.encrypted_signing_secret is None  # this account has none
+    assert claim.account_usable
 
 
 def test_a_claim_brings_the_signing_secret_of_the_jobs_own_account(make_client: Callable[..., Client]) -> None:

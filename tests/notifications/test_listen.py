@@ -38,6 +38,7 @@ from tests.fakes.receiver import Receiver
 from tests.test_deploy import ROOT
 
 LOCAL_URL_MESSAGE = "url must not point to a local or private network address"
+NON_PUBLIC_MESSAGE = "Refused: the URL resolves to a non-public address"
 BODY = b'{"hello":"world"}'
 
 
@@ -96,7 +97,8 @@ def test_the_webhook_client_refuses_other_loopback_ports_while_the_listener_runs
     with Receiver(ca) as other:
         outcome = send("POST", other.url(), body=BODY, headers={})
 
-        assert outcome.error_message == "Refused: the URL resolves to a non-public address (127.0.0.1)"
+        assert outcome.error_message == NON_PUBLIC_MESSAGE
+        assert "127.0.0.1" not in outcome.error_message
         assert other.arrivals == []
 
 
@@ -107,7 +109,8 @@ def test_the_webhook_client_refuses_the_listener_in_a_production_configuration(
 
     outcome = send("POST", listening.url(), body=BODY, headers={})
 
-    assert outcome.error_message == "Refused: the URL resolves to a non-public address (127.0.0.1)"
+    assert outcome.error_message == NON_PUBLIC_MESSAGE
+    assert "127.0.0.1" not in outcome.error_message
     assert listening.arrivals == []
 
 
@@ -122,7 +125,10 @@ def test_a_listener_started_later_is_seen_at_the_next_check_and_not_before(
     assert current_listener() is None  # no look at the file between checks
     monkeypatch.setattr(local_listener, "RECHECK_SECONDS", 0.0)
     assert current_listener() == local_listener.Listener(
-        port=4443, ca_file=str(ca_path()), started_ns=(listen_dir() / "listener.json").stat().st_mtime_ns
+        port=4443,
+        ca_file=str(ca_path()),
+        started_ns=(listen_dir() / "listener.json").stat().st_mtime_ns,
+        pid=os.getpid(),
     )
 
 

@@ -177,7 +177,9 @@ def test_progress_counts_the_jobs_requeued_and_skipped(make_client: Callable[...
 def test_an_interrupted_run_reports_what_it_requeued_and_a_second_run_requeues_the_rest(
     free: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    jobs = [failed(free.account, created_at=timezone.now() - timedelta(hours=hours)) for hours in range(7, 0, -1)]
+    # All on one UTC day, whatever the hour the test runs at: the tally below is that day's.
+    noon_yesterday = (timezone.now() - timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
+    jobs = [failed(free.account, created_at=noon_yesterday - timedelta(hours=hours)) for hours in range(7, 0, -1)]
     day = jobs[0].finished_at.astimezone(UTC).date()  # type: ignore[union-attr]
     DailyTally.objects.filter(account=free.account).delete()
     DailyTally.objects.create(account=free.account, day=day, completed=0, failed=7)

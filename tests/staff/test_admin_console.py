@@ -52,6 +52,18 @@ def test_staff_see_jobs_with_their_attempts(staff: DjangoClient, free: Client) -
     assert "503 Service Unavailable" in detail.content.decode()
 
 
+def test_a_webhooks_secret_header_values_never_show_in_the_admin(staff: DjangoClient, free: Client) -> None:
+    sent = free.send_webhook(headers={"Authorization": "Bearer sk_live_do_not_show", "X-Trace": "trace-7"})
+    job_id = sent.json()["data"]["jobId"]
+
+    page = staff.get(f"/admin/notifications/job/{job_id}/change/").content.decode()
+
+    assert "Authorization" in page
+    assert "trace-7" in page
+    assert "sk_live_do_not_show" not in page
+    assert Job.objects.get(pk=job_id).secret_headers not in page  # not even its ciphertext
+
+
 def test_provider_keys_never_show_in_the_admin(staff: DjangoClient, startup: Client) -> None:
     provider_key_set(account=startup.account, provider="RESEND", api_key="re_secret_value")
 
