@@ -10,22 +10,35 @@ METRICS_DIR := $(CURDIR)/var/metrics
 # The browser tests (tests/browser/) drive Debian's Chromium through Playwright.
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: install install-dev run test browser screenshots lint bench clean
+.PHONY: install install-dev lock run test browser screenshots lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.installed: requirements.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+# Installs come from the lock files, every package at an exact version with its hashes; a changed lock file
+# installs again. requirements.txt and requirements-dev.txt are the lists people edit; `make lock` compiles them.
+$(VENV)/.installed: requirements.lock | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+$(VENV)/.installed-dev: requirements.lock requirements-dev.lock | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+
+# requirements.lock from requirements.txt, then requirements-dev.lock from requirements-dev.txt holding the runtime
+# packages at the same versions; for Python 3.11 on Linux x86_64 whatever machine runs it. Pins already in a lock
+# stay unless a range now excludes them: LOCK_ARGS=--upgrade takes the newest release every range allows,
+# LOCK_ARGS="--upgrade-package NAME" one package's. tests/test_dependencies.py fails while a lock is behind its list.
+LOCK = $(BIN)/uv pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-unknown-linux-gnu \
+	--custom-compile-command "make lock" $(LOCK_ARGS)
+
+lock: $(VENV)/.installed-dev
+	$(LOCK) requirements.txt --output-file requirements.lock
+	$(LOCK) requirements-dev.txt --constraint requirements.lock --output-file requirements-dev.lock
 
 run: install
 	$(BIN)/python manage.py migrate --noinput
