@@ -11,6 +11,7 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 
@@ -139,3 +140,40 @@ def env_provider_keys(names: list[str], *, known: list[str]) -> dict[str, str]:
             raise ImproperlyConfigured(f"PLATFORM_PROVIDERS names {name}, but PLATFORM_{name}_API_KEY is not set")
         keys[name] = key
     return keys
+
+
+def env_fernet_keys(name: str, single: str, *, state_dir: Path | None) -> list[str]:
+    """The Fernet keys listed in ``name``, newest first, or else the one key in ``single`` (``env_secret``: in
+    embedded mode, one generated into ``state_dir``). Setting both is refused: which key encrypts would be a guess.
+    """
+    listed, alone = env_optional(name), env_optional(single)
+    if listed and alone:
+        raise ImproperlyConfigured(f"Set {name} or {single}, not both: {name} lists every key, the newest first")
+    if listed:
+        return _listed_fernet_keys(name)
+    if alone is None and state_dir is None:
+        raise ImproperlyConfigured(
+            f"{name} or {single} must be set when REDIS_URL is: NotifyHub generates a key only for an embedded run "
+            "(README.md, Production)"
+        )
+    return [_fernet_key(env_secret(single, state_dir=state_dir, generate=_new_fernet_key), single)]
+
+
+def _listed_fernet_keys(name: str) -> list[str]:
+    keys = env_list(name)
+    if not keys:
+        raise ImproperlyConfigured(f"{name} must list at least one Fernet key")
+    return [_fernet_key(key, f"{name}: key {position} of {len(keys)}") for position, key in enumerate(keys, 1)]
+
+
+def _new_fernet_key() -> str:
+    return Fernet.generate_key().decode()
+
+
+def _fernet_key(key: str, named: str) -> str:
+    """``key``, once Fernet accepts it; the message names where it came from, never the key itself."""
+    try:
+        Fernet(key.encode())
+    except ValueError:
+        raise ImproperlyConfigured(f"{named} must be a Fernet key (32 url-safe base64-encoded bytes)") from None
+    return key

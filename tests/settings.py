@@ -12,7 +12,8 @@ os.environ.setdefault("NOTIFYHUB_VAR_DIR", str(Path(__file__).resolve().parent.p
 # Beside Redis the service starts only when given its secrets and PUBLIC_URL. The suite gives its own, here in the
 # environment, so the services the tests start (tests/faults/) inherit the same ones.
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
-os.environ.setdefault("FIELD_ENCRYPTION_KEY", Fernet.generate_key().decode())
+if not os.environ.get("FIELD_ENCRYPTION_KEYS"):  # a list given in the shell is used as it is
+    os.environ.setdefault("FIELD_ENCRYPTION_KEY", Fernet.generate_key().decode())
 os.environ.setdefault("PUBLIC_URL", "http://testserver")
 
 from notifyhub.settings import *  # noqa: F403
@@ -20,6 +21,13 @@ from notifyhub.settings import *  # noqa: F403
 # The test client speaks plain HTTP; tests/test_deploy.py checks the HTTPS settings.
 HTTPS_ONLY = SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
 SECURE_HSTS_SECONDS = 0
+# Static files from the finders, as in `make run`, with REDIS_URL too: a deployment's storage wants collectstatic's
+# manifest for every {% static %}, and tests/test_deploy.py runs collectstatic to check that one.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
 
 # Hashing cost is not under test; fast hashes keep account fixtures cheap.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -14,9 +14,9 @@ from tests.test_deploy import run
 
 PRINT_SECRETS = (
     "import django; django.setup(); from django.conf import settings; "
-    "print(settings.SECRET_KEY); print(settings.FIELD_ENCRYPTION_KEY)"
+    "print(settings.SECRET_KEY); print(*settings.FIELD_ENCRYPTION_KEYS)"
 )
-WITHOUT_SECRETS = {"SECRET_KEY": "", "FIELD_ENCRYPTION_KEY": "", "PUBLIC_URL": ""}
+WITHOUT_SECRETS = {"SECRET_KEY": "", "FIELD_ENCRYPTION_KEY": "", "FIELD_ENCRYPTION_KEYS": "", "PUBLIC_URL": ""}
 
 
 def mode(path: Path) -> int:
