@@ -12,6 +12,7 @@ import math
 import os
 import re
 import resource
+import secrets
 import signal
 import socket
 import subprocess
@@ -28,6 +29,7 @@ import certifi
 import psycopg
 import redis
 import trustme
+from cryptography.fernet import Fernet
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
@@ -69,6 +71,11 @@ def fresh_services(database_url: str, redis_url: str) -> None:
         raise BenchError(f"refusing to recreate database {name!r}: its name must contain 'bench'")
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     os.environ.update(DATABASE_URL=database_url, REDIS_URL=redis_url, NOTIFYHUB_VAR_DIR=str(VAR_DIR), DEBUG="false")
+    # With REDIS_URL set the app is a deployment, which must be given its secrets and public URL (README.md,
+    # Production). A run's own: the database they encrypt into is made anew with it, and its processes inherit them.
+    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
+    os.environ.setdefault("FIELD_ENCRYPTION_KEY", Fernet.generate_key().decode())
+    os.environ.setdefault("PUBLIC_URL", "https://bench.example")
     os.environ.update(DJANGO_SETTINGS_MODULE="notifyhub.settings", GUNICORN_ACCESS_LOG="off")
     import django
     from django.core.management import call_command

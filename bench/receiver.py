@@ -2,7 +2,9 @@
 
 It answers every request 200 and records its X-Webhook-Id and arrival time (``time.monotonic()``: one clock for every
 process on Linux, so the bench can subtract the moment its client read a 202). The bench asks over the same port:
-GET /_bench/count, /_bench/dump (arrivals, unsigned count, 20 signed samples) and /_bench/reset.
+GET /_bench/count, /_bench/dump (arrivals, unsigned count, 20 signed samples) and /_bench/reset. With ``--close`` it
+answers each delivery with ``Connection: close`` and hangs up, so that every delivery opens a new connection, as to an
+endpoint that keeps none.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from collections.abc import Collection
 from typing import Any
 
 OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}'
+OK_CLOSE = (
+    b'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}'
+)
 
 
 class Recorder:
@@ -49,7 +54,9 @@ class Recorder:
         return {"requests": self.requests}
 
 
-async def handle(recorder: Recorder, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def handle(
+    recorder: Recorder, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, close: bool
+) -> None:
     with contextlib.suppress(asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError, ValueError, IndexError):
         while True:
             lines = (await reader.readuntil(b"\r\n\r\n"))[:-4].split(b"\r\n")
@@ -61,18 +68,24 @@ async def handle(recorder: Recorder, reader: asyncio.StreamReader, writer: async
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(answer), answer))
             else:
                 recorder.record(headers, body)
-                writer.write(OK)
+                writer.write(OK_CLOSE if close else OK)
+                if close:
+                    break
     writer.close()
 
 
-async def serve(port: int, cert: str, key: str) -> None:
+async def serve(port: int, cert: str, key: str, *, close: bool) -> None:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     recorder, stop = Recorder(), asyncio.get_running_loop().create_future()
     for signum in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(signum, lambda: stop.done() or stop.set_result(None))
     server = await asyncio.start_server(
-        lambda reader, writer: handle(recorder, reader, writer), "127.0.0.1", port, ssl=context, backlog=1024
+        lambda reader, writer: handle(recorder, reader, writer, close=close),
+        "127.0.0.1",
+        port,
+        ssl=context,
+        backlog=1024,
     )
     async with server:
         await stop
@@ -125,6 +138,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     for name in ("port", "cert", "key"):
         parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--close", action="store_true", help="hang up after each delivery")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(int(args.port), args.cert, args.key))
+        asyncio.run(serve(int(args.port), args.cert, args.key, close=args.close))

@@ -469,7 +469,10 @@ def latency(d: Delivery) -> None:
 
 
 def delivery(args: argparse.Namespace) -> None:
-    log(f"delivery: {args.processes} * --pool {args.pool} --concurrency {args.concurrency}, rounds: {args.rounds}")
+    log(
+        f"delivery: {args.processes} * --pool {args.pool} --concurrency {args.concurrency}, rounds: {args.rounds}, "
+        f"receiver: {args.receiver_connections} connections"
+    )
     make_tls()
     fresh_services(args.database_url, args.redis_url)
     importlib.import_module("bench.floor_delivery")  # reads REDIS_URL
@@ -488,6 +491,7 @@ def delivery(args: argparse.Namespace) -> None:
     count = max(40, math.ceil(api_requests / REQUESTS_PER_KEY), math.ceil(direct_jobs / JOBS_PER_ACCOUNT))
     command = [sys.executable, "-m", "bench.receiver", "--port", str(args.receiver_port)]
     command += ["--cert", str(TLS_DIR / "cert.pem"), "--key", str(TLS_DIR / "key.pem")]
+    command += ["--close"] if args.receiver_connections == "close" else []
     try:
         with running("receiver", command, port=args.receiver_port) as receiver:
             log(f"delivery: seeding {count} Startup accounts")
@@ -519,6 +523,100 @@ def delivery(args: argparse.Namespace) -> None:
 
 MAX_EMAIL_RATIO = 2.0
 EMAIL_COLUMNS = "path<8|p50>8.1f|p90>8.1f|max>8.1f|pickup p50>12.1f|attempt p50>13.1f"
+EMAIL_ROUND_COLUMNS = (
+    "target<8|#>3|emails/s>10.1f|email p50>11.1f|attempt p50>13.1f|webhook p50>13.1f|wkr ms/pair>13.2f"
+)
+# One job's times in milliseconds: accept to delivered, pickup (accept to claim), attempt (claim to delivered).
+Timing = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class EmailBench:
+    args: argparse.Namespace
+    env: dict[str, str]  # what the worker gets on top of the bench's environment
+    create: dict[str, Callable[[], Any]]  # job type -> makes one job through the service the API calls
+
+
+@dataclass(frozen=True)
+class EmailRun:
+    target: str
+    round: int
+    timings: dict[str, list[Timing]]  # per job type, in the order they ran
+    worker_cpu: float  # CPU seconds of the worker over the measured jobs
+
+    def p50(self, name: str, column: int = 0) -> float:
+        return median(timing[column] for timing in self.timings[name])
+
+    @property
+    def emails_per_second(self) -> float:
+        """Email jobs a second, one at a time: the inverse of the median accept-to-delivered time."""
+        return 1000 / self.p50("email")
+
+    def row(self) -> tuple[Any, ...]:
+        cpu_per_pair = self.worker_cpu * 1000 / len(self.timings["email"])
+        head = self.target, self.round, self.emails_per_second, self.p50("email"), self.p50("email", 2)
+        return *head, self.p50("webhook"), cpu_per_pair
+
+
+def job_timing(create: Callable[[], Any]) -> Timing:
+    """Creates one job and waits for it."""
+    from notifications.models import Job
+
+    job_id, deadline = create().id, time.monotonic() + 30
+    while time.monotonic() < deadline:
+        job = Job.objects.only("status", "created_at", "started_at", "completed_at", "error_message").get(id=job_id)
+        if job.status == "completed":
+            total, pickup = (
+                (end - job.created_at).total_seconds() * 1000 for end in (job.completed_at, job.started_at)
+            )
+            return total, pickup, total - pickup
+        if job.status == "failed":
+            raise BenchError(f"{job.type} job {job_id} failed: {job.error_message}")
+        time.sleep(0.002)
+    raise BenchError(f"job {job_id} did not complete within 30 s")
+
+
+def email_run(b: EmailBench, target: str, number: int) -> EmailRun:
+    """One worker as the Procfile runs it, of this code or of ``--against``'s revision: a warm-up, then the jobs of
+    each type alternating, each waited for before the next."""
+    log(f"email: {target} worker, round {number}")
+    command = [str(BIN / "celery"), "--app", "notifyhub", "worker", "--pool", "threads", "--concurrency", "8"]
+    tree = revision_tree(b.args.against) if target == "before" else ROOT
+    timings: dict[str, list[Timing]] = {name: [] for name in b.create}
+    with running(f"worker-email-{target}", [*command, "--loglevel", "WARNING"], env=b.env, cwd=tree) as worker:
+        time.sleep(3)
+        worker.check_alive()
+        for create in b.create.values():
+            for _ in range(10):  # warm-up: the worker's threads import lazily and open their connections
+                job_timing(create)
+        wait_for_quiet(b.args.quiet_wait)
+        before = Sample.take(worker=worker.cpu)
+        for _ in range(b.args.jobs):
+            for name, create in b.create.items():
+                timings[name].append(job_timing(create))
+        cpu = Sample.take(worker=worker.cpu).cpu_since(before)["worker"]
+    return EmailRun(target, number, timings, cpu)
+
+
+def report_email(args: argparse.Namespace, runs: list[EmailRun]) -> None:
+    print(f"\nemail: {args.jobs} jobs of each type, one at a time, worker threads x8; milliseconds\n")
+    apps = [run for run in runs if run.target == "app"]
+    if args.against:
+        table(EMAIL_ROUND_COLUMNS, [run.row() for run in runs])
+        print()
+        pairs = [(app.emails_per_second, other.emails_per_second) for app, other in zip(apps, runs[1::2], strict=True)]
+        judge_rounds(f"app/{args.against} email jobs/s", pairs, MIN_SHARE_OF_BEFORE)
+    else:
+        (run,) = apps
+        totals = {name: [timing[0] for timing in timings] for name, timings in run.timings.items()}
+        rows = [
+            (name, run.p50(name), percentile(totals[name], 0.9), max(totals[name]), run.p50(name, 1), run.p50(name, 2))
+            for name in run.timings
+        ]
+        table(EMAIL_COLUMNS, rows)
+        print()
+    ratio = median(run.p50("email") / run.p50("webhook") for run in apps)
+    verdict("email p50 / webhook p50", f"{ratio:.2f}", f"<= {MAX_EMAIL_RATIO:.2f}", ratio <= MAX_EMAIL_RATIO)
 
 
 def email(args: argparse.Namespace) -> None:
@@ -528,29 +626,13 @@ def email(args: argparse.Namespace) -> None:
 
     from accounts.services import provider_key_set
     from domains.models import DomainRegistration, DomainStatus, SenderDomain
-    from notifications.models import Job
     from notifications.services import email_job_create, webhook_job_create
     from tests.fakes.providers import FakeSendGrid
     from tests.fakes.receiver import Receiver
 
-    def complete(create: Callable[[], Any]) -> tuple[float, float, float]:
-        """Creates one job and waits for it: (accept to delivered, pickup, attempt) in milliseconds."""
-        job_id, deadline = create().id, time.monotonic() + 30
-        while time.monotonic() < deadline:
-            job = Job.objects.only("status", "created_at", "started_at", "completed_at", "error_message").get(id=job_id)
-            if job.status == "completed":
-                total, pickup = (
-                    (end - job.created_at).total_seconds() * 1000 for end in (job.completed_at, job.started_at)
-                )
-                return total, pickup, total - pickup
-            if job.status == "failed":
-                raise BenchError(f"{job.type} job {job_id} failed: {job.error_message}")
-            time.sleep(0.002)
-        raise BenchError(f"job {job_id} did not complete within 30 s")
-
-    results: dict[str, list[tuple[float, float, float]]] = {"email": [], "webhook": []}
     try:
-        with FakeSendGrid() as sendgrid, Receiver(authority) as receiver:
+        # SendGrid over HTTPS, as the real one: a new connection costs a TCP and a TLS handshake.
+        with FakeSendGrid().speak_tls(authority) as sendgrid, Receiver(authority) as receiver:
             sendgrid.accept_key("bench-sendgrid-key")
             account = seed_accounts(1, prefix="email", secrets=True)[0].account
             provider_key_set(account=account, provider="SENDGRID", api_key="bench-sendgrid-key")
@@ -565,34 +647,15 @@ def email(args: argparse.Namespace) -> None:
                 "webhook": lambda: webhook_job_create(account=account, url=receiver.url(), payload={"event": "bench"}),
             }
             env = {"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_CA_BUNDLE": str(TLS_DIR / "ca.pem")}
-            env.update(SENDGRID_API_URL=sendgrid.url, LOG_LEVEL="WARNING")
-            command = [str(BIN / "celery"), "--app", "notifyhub", "worker", "--pool", "threads", "--concurrency", "8"]
-            with running("worker-email", [*command, "--loglevel", "WARNING"], env=env) as worker:
-                time.sleep(3)
-                worker.check_alive()
-                for name in create:
-                    for _ in range(10):  # warm-up
-                        complete(create[name])
-                wait_for_quiet(args.quiet_wait)
-                log(f"email: {args.jobs} jobs of each type, alternating")
-                for _ in range(args.jobs):
-                    for name in create:
-                        results[name].append(complete(create[name]))
+            # requests trusts the fake provider's CA through the variable it reads for a private CA.
+            env.update(REQUESTS_CA_BUNDLE=str(TLS_DIR / "ca-bundle.pem"), SENDGRID_API_URL=sendgrid.url)
+            bench = EmailBench(args, {**env, "LOG_LEVEL": "WARNING"}, create)
+            # Against a revision, its worker and this code's alternate, round by round.
+            targets, rounds = (("app", "before"), args.rounds) if args.against else (("app",), 1)
+            runs = [email_run(bench, target, n) for n in range(1, rounds + 1) for target in targets]
     finally:
         flush_redis(args.redis_url)
-    print(f"\nemail: {args.jobs} jobs of each type, one at a time, worker threads x8; milliseconds\n")
-    medians = {name: [median(row[i] for row in rows) for i in range(3)] for name, rows in results.items()}
-    totals = {name: [row[0] for row in rows] for name, rows in results.items()}
-    table(
-        EMAIL_COLUMNS,
-        [
-            (name, p50, percentile(totals[name], 0.9), max(totals[name]), pickup, attempt)
-            for name, (p50, pickup, attempt) in medians.items()
-        ],
-    )
-    print()
-    ratio = medians["email"][0] / medians["webhook"][0]
-    verdict("email p50 / webhook p50", f"{ratio:.2f}", f"<= {MAX_EMAIL_RATIO:.2f}", ratio <= MAX_EMAIL_RATIO)
+    report_email(args, runs)
 
 
 # --- events: the provider-event receivers ---------------------------------------------------------------------
@@ -951,9 +1014,19 @@ def build_parser() -> argparse.ArgumentParser:
     option(sub, "warmup", 3.0, "latency: warm-up seconds", env="delivery")
     option(sub, "port", 8771, "gunicorn's port", env="delivery")
     option(sub, "receiver-port", 8743, "the HTTPS receiver's port", env="delivery")
+    option(
+        sub,
+        "receiver-connections",
+        "keep",
+        "keep: the receiver keeps connections alive; close: it hangs up after each delivery",
+        env="delivery",
+        choices=["keep", "close"],
+    )
     option(sub, "against", "", "a git revision whose workers take the floor's place (no latency phase)", env="delivery")
     sub = commands.add_parser("email", parents=[common], help="an email job against a webhook job")
     option(sub, "jobs", 200, "jobs of each type", env="email")
+    option(sub, "rounds", 3, "with --against: this code then the revision, this many times", env="email")
+    option(sub, "against", "", "a git revision whose worker runs the same jobs, rounds alternating", env="email")
     sub = commands.add_parser("events", parents=[common], help="the provider-event receivers: batches and singles")
     option(sub, "batches", 5, "SendGrid batches, one after another", env="events")
     option(sub, "batch-size", 1000, "events per SendGrid batch", env="events")

@@ -14,9 +14,9 @@ import requests
 from anymail.exceptions import AnymailError, AnymailRecipientsRefused, AnymailRequestsAPIError
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
-from django.utils.html import strip_tags
 
 from providers.http import describe_network_error, provider_session
+from providers.text import text_part
 
 # How the providers answer a create for a domain they already hold.
 ALREADY_EXISTS_STATUSES = {400, 403, 409, 422}
@@ -110,7 +110,7 @@ class Verification:
 def build_message(email: OutgoingEmail, *, connection: Any = None) -> EmailMultiAlternatives:
     """HTML body with a plain-text part derived from it, so both kinds of mail client read it."""
     message = EmailMultiAlternatives(
-        email.subject, strip_tags(email.html), email.sender, [email.to], connection=connection
+        email.subject, text_part(email.html), email.sender, [email.to], connection=connection
     )
     message.attach_alternative(email.html, "text/html")
     return message
@@ -130,12 +130,7 @@ class EmailProvider:
 
     # --- sending ----------------------------------------------------------------------
     def send(self, email: OutgoingEmail, credentials: Credentials) -> SendResult:
-        options: dict[str, Any] = {
-            "api_url": self.api_url,
-            "timeout": settings.PROVIDER_TIMEOUT_SECONDS,
-            self.credential_kwarg: credentials.api_key,
-        }
-        message = build_message(email, connection=get_connection(self.anymail_backend, **options))
+        message = build_message(email, connection=self._connection(credentials))
         # The job id travels with the message so the provider's events can be matched to it.
         if email.job_id:
             message.metadata = {"job_id": email.job_id}  # type: ignore[attr-defined]
@@ -144,6 +139,23 @@ class EmailProvider:
         except AnymailError as error:
             raise self._send_error(error) from None
         return SendResult(provider=self.name, message_id=self.message_id(message))
+
+    def _connection(self, credentials: Credentials) -> Any:
+        """anymail's backend for one send, on this thread's kept :func:`provider_session`.
+
+        A backend whose ``session`` is set counts as open: anymail then neither makes a session of its own nor closes
+        this one after the send, as Django's backends leave a connection their caller opened
+        (https://docs.djangoproject.com/en/5.2/topics/email/#sending-multiple-emails). The credential travels in
+        each request's headers, so one session serves every account.
+        """
+        options: dict[str, Any] = {
+            "api_url": self.api_url,
+            "timeout": settings.PROVIDER_TIMEOUT_SECONDS,
+            self.credential_kwarg: credentials.api_key,
+        }
+        connection = get_connection(self.anymail_backend, **options)
+        connection.session = provider_session()
+        return connection
 
     def message_id(self, message: EmailMultiAlternatives) -> str | None:
         """The id the provider's events will name the message by."""

@@ -5,7 +5,8 @@ answer cannot change between the check and the connection. The check is ours,
 :func:`is_public_address`, both here at connect time and when a send is accepted: only
 globally routable unicast addresses pass, and in a local run the receiver of ``manage.py listen``
 (:mod:`notifications.delivery.local_listener`). Redirects are never followed. One pooled session
-per process and configuration keeps connections alive.
+per process and configuration keeps connections alive, to many destinations at once, and verifies
+TLS with one context per process (docs/delivery-engine.md, "Webhooks").
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
+import ssl
 import threading
 from functools import cache
 from pathlib import Path
@@ -22,9 +24,11 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 import certifi
 import requests
 from django.conf import settings
+from requests.adapters import DEFAULT_POOLSIZE, HTTPAdapter
 from requests_hardened import Config, HTTPSession
 from requests_hardened.ip_filter import InvalidIPAddress
 from requests_hardened.ip_filter_adapter import IPFilterAdapter
+from urllib3.util.ssl_ import create_urllib3_context
 
 from notifications.delivery.local_listener import Listener, current_listener
 
@@ -34,6 +38,9 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
 # Inside it, prefixes that tunnel to an IPv4 address of any kind: 6to4 and Teredo.
 TUNNELS = (ipaddress.ip_network("2002::/16"), ipaddress.ip_network("2001::/32"))
+# The destinations (host and port) a process keeps connections to; beyond this urllib3 closes the least recently
+# used. requests' default, 10, would close and reopen connections as soon as deliveries rotate over more hosts.
+DESTINATION_POOLS = 100
 
 
 def webhook_session() -> requests.Session:
@@ -56,20 +63,37 @@ def _session(
         default_timeout=(timeout, timeout),
     )
     session = HTTPSession(config)
-    if block_private:
-        for scheme in ("http://", "https://"):
-            session.mount(scheme, PublicAddressAdapter(is_https_proto=scheme == "https://", listener=listener))
-    session.trust_env = False  # no proxies or CA settings from the environment
     extra_bundles = [bundle for bundle in (ca_bundle, listener.ca_file if listener else None) if bundle]
-    session.verify = _trusted_cas(*extra_bundles) if extra_bundles else certifi.where()
+    tls = _tls_context(_trusted_cas(*extra_bundles) if extra_bundles else certifi.where())
+    for scheme in ("http://", "https://"):
+        adapter = (
+            PublicAddressAdapter(tls=tls, is_https_proto=scheme == "https://", listener=listener)
+            if block_private
+            else WebhookAdapter(tls=tls)
+        )
+        session.mount(scheme, adapter)
+    session.trust_env = False  # no proxies or CA settings from the environment
     return session
 
 
-def _trusted_cas(*extra_bundles: str) -> str:
-    """The public CAs plus the extra bundles: ``verify=`` takes one file, which replaces the defaults.
+@cache
+def _tls_context(ca_file: str) -> ssl.SSLContext:
+    """urllib3's client context trusting the CAs in ``ca_file``, built once per process and file.
 
-    urllib3 reads the file on every new connection, from any thread or worker process, so it
-    is never rewritten in place: each content gets its own name, written whole then renamed.
+    Left to itself, urllib3 builds a context and reads the whole CA file into it for every new
+    connection.
+    """
+    context = create_urllib3_context()
+    context.load_verify_locations(cafile=ca_file)
+    return context
+
+
+def _trusted_cas(*extra_bundles: str) -> str:
+    """The public CAs plus the extra bundles, in one file named after its content.
+
+    The name is what :func:`_tls_context` is cached under, so a bundle rewritten in place (a new
+    ``manage.py listen`` CA) makes a new context. Any thread or worker process may be reading the
+    file, so it is never rewritten in place either: each content is written whole, then renamed.
     """
     contents = "\n".join(Path(bundle).read_text() for bundle in (certifi.where(), *extra_bundles))
     digest = hashlib.sha256(contents.encode()).hexdigest()[:16]
@@ -118,15 +142,44 @@ def _is_listener(address: IPAddress, parts: SplitResult) -> bool:
         return False
 
 
-class PublicAddressAdapter(IPFilterAdapter):
+class WebhookAdapter(HTTPAdapter):
+    """Keeps connections to up to DESTINATION_POOLS destinations, and verifies TLS with the process's one context.
+
+    requests documents the way to a context of one's own: set ``ssl_context`` in the pool key attributes and drop
+    the CA file it would otherwise name
+    (https://requests.readthedocs.io/en/latest/api/#requests.adapters.HTTPAdapter.build_connection_pool_key_attributes).
+    """
+
+    def __init__(self, *, tls: ssl.SSLContext, **kwargs: Any) -> None:
+        self._tls = tls
+        super().__init__(**kwargs)
+        # requests-hardened's adapter passes no pool sizes along to HTTPAdapter: set them once the chain is built.
+        self.init_poolmanager(DESTINATION_POOLS, DEFAULT_POOLSIZE)
+
+    def build_connection_pool_key_attributes(self, *args: Any, **kwargs: Any) -> Any:
+        host_params, pool_kwargs = super().build_connection_pool_key_attributes(*args, **kwargs)
+        # Only for connections that check certificates: urllib3 sets the context's verify mode from the
+        # connection's, and the shared context must never be switched to CERT_NONE.
+        if host_params["scheme"] == "https" and pool_kwargs.get("cert_reqs") == "CERT_REQUIRED":
+            pool_kwargs.pop("ca_certs", None)
+            pool_kwargs["ssl_context"] = self._tls
+        return host_params, pool_kwargs
+
+    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+        """Sets nothing on the pool: its key attributes above already carry the verify mode and the context. What
+        requests sets here, a CA file, would be read into the shared context again for every new connection. (The
+        session sends no client certificate.)"""
+
+
+class PublicAddressAdapter(WebhookAdapter, IPFilterAdapter):
     """requests-hardened's adapter, with :func:`is_public_address` judging the address it pinned.
 
     Its own filter asks ``is_private``, which lets IPv4-compatible and site-local IPv6 through.
     With a listener it lets loopback through, and this check admits the listener's one port.
     """
 
-    def __init__(self, *, is_https_proto: bool, listener: Listener | None) -> None:
-        super().__init__(is_https_proto=is_https_proto, allow_loopback=listener is not None)
+    def __init__(self, *, tls: ssl.SSLContext, is_https_proto: bool, listener: Listener | None) -> None:
+        super().__init__(tls=tls, is_https_proto=is_https_proto, allow_loopback=listener is not None)
         self._listener = listener
 
     def build_connection_pool_key_attributes(self, *args: Any, **kwargs: Any) -> Any:

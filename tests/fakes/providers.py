@@ -4,7 +4,7 @@ Each fake is a real HTTP server on 127.0.0.1 that speaks its provider's request 
 paths relative to the base URL django-anymail and NotifyHub's domain clients post to, auth headers,
 status codes and error bodies. Point ``settings.<NAME>_API_URL`` at ``fake.url``.
 
-    with FakeResend() as resend:
+    with FakeResend() as resend:          # FakeResend().speak_tls(ca) for HTTPS
         resend.accept_key("re_test")
         resend.fail(429)                  # the next send is rate limited
         resend.mark_verified("em.example.com")
@@ -22,7 +22,6 @@ import itertools
 import json
 import re
 import secrets
-import sys
 import threading
 import traceback
 import uuid
@@ -30,9 +29,13 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar, Self
 from urllib.parse import parse_qsl, urlsplit
+
+import trustme
+
+from tests.fakes.connections import CountingServer, server_tls
 
 
 @dataclass(frozen=True)
@@ -128,11 +131,28 @@ class FakeProvider:
         self._closing.set()  # wakes requests held by hang()
         self._server.shutdown()
         self._server.server_close()
+        # A client keeping a connection must not reach a stopped fake through it.
+        self._server.hang_up()
+
+    def speak_tls(self, ca: trustme.CA) -> Self:
+        """Serves HTTPS, with a certificate ``ca`` issued; call before ``__enter__``."""
+        self._server.tls = server_tls(ca)
+        return self
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}{self.prefix}"
+        scheme = "http" if self._server.tls is None else "https"
+        return f"{scheme}://{host}:{port}{self.prefix}"
+
+    @property
+    def connections(self) -> int:
+        """TCP connections accepted so far: fewer than requests when clients keep them."""
+        return self._server.connections
+
+    def hang_up(self) -> None:
+        """Closes every open connection, as a provider's idle timeout does."""
+        self._server.hang_up()
 
     # --- test controls ------------------------------------------------------------------
     def accept_key(self, key: str) -> None:
@@ -804,17 +824,10 @@ def _postmark_metadata_ok(metadata: Any) -> bool:
 # ======================================================================================
 # Plumbing
 # ======================================================================================
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _Server(CountingServer):
     def __init__(self, provider: FakeProvider) -> None:
         self.provider = provider
         super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that gave up on a hung request has hung up: expected, not worth a traceback.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -6,16 +6,16 @@ script for a path runs out, it answers with the path's standing reply if one is 
 
 from __future__ import annotations
 
-import ssl
-import sys
 import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import trustme
+
+from tests.fakes.connections import CountingServer, server_tls
 
 
 @dataclass(frozen=True)
@@ -38,26 +38,14 @@ class Arrival:
     at: float = field(default_factory=time.time)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that went away before its answer (a worker killed, a timeout) is what some tests do on
-        # purpose: not a failure of the receiver, and no traceback for it.
-        if not isinstance(sys.exc_info()[1], ConnectionError | ssl.SSLError):
-            super().handle_error(request, client_address)
-
-
 class Receiver:
     def __init__(self, ca: trustme.CA) -> None:
         self.arrivals: list[Arrival] = []
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
         self._standing: dict[str, Reply] = {}
         self._arrived = threading.Condition()
-        self._server = _Server(("127.0.0.1", 0), self._handler_class())
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
-        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self._server = CountingServer(("127.0.0.1", 0), self._handler_class())
+        self._server.socket = server_tls(ca).wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def __enter__(self) -> Receiver:
@@ -67,10 +55,17 @@ class Receiver:
     def __exit__(self, *exc: Any) -> None:
         self._server.shutdown()
         self._server.server_close()
+        # A client keeping a connection must not reach a stopped receiver through it.
+        self._server.hang_up()
 
     @property
     def port(self) -> int:
         return self._server.server_address[1]
+
+    @property
+    def connections(self) -> int:
+        """TCP connections accepted so far: fewer than requests when the client keeps them."""
+        return self._server.connections
 
     def url(self, path: str = "/hook") -> str:
         return f"https://127.0.0.1:{self.port}{path}"
