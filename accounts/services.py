@@ -43,7 +43,7 @@ def account_sign_up(*, email: str, password: str) -> Account:
     set (docs/dashboard.md, "Signing up and confirming the email address").
     """
     users = get_user_model().objects
-    taken = users.select_for_update().filter(username__iexact=email).select_related("account").first()
+    taken = users.select_for_update(of=("self",)).filter(username__iexact=email).select_related("account").first()
     if taken is not None:
         if getattr(taken, "account", None) is None or taken.account.is_confirmed:
             raise Conflict(EMAIL_TAKEN_MESSAGE)

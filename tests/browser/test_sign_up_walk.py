@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from accounts.models import Account
 from accounts.plans import Plan
-from accounts.services import account_create, account_set_plan, account_sign_up
+from accounts.services import account_create, account_set_plan, account_sign_up, email_confirm
 from domains.models import DomainStatus, SenderDomain
 from tests.browser.walk import (
     Holder,
@@ -83,8 +83,8 @@ def test_a_paid_holder_adds_a_provider_then_requests_and_verifies_a_domain(
     )
 
 
-def test_sign_up_with_a_taken_email_says_so_and_keeps_the_address(page: Page, holder: Holder) -> None:
-    account_sign_up(email=holder.email, password=PASSWORD)
+def test_sign_up_with_a_confirmed_email_says_so_and_keeps_the_address(page: Page, holder: Holder) -> None:
+    email_confirm(account=account_sign_up(email=holder.email, password=PASSWORD))
 
     fill_sign_up(page, email=holder.email, password=PASSWORD)
 
