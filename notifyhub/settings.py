@@ -12,11 +12,13 @@ from pathlib import Path
 
 import environ
 from celery.schedules import crontab
-from cryptography.fernet import Fernet
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+from whitenoise.compress import Compressor
 
 from core.envconfig import (
     env_bool,
+    env_fernet_keys,
     env_int,
     env_int_list,
     env_list,
@@ -39,13 +41,11 @@ REDIS_URL = env_optional("REDIS_URL")
 EMBEDDED_MODE = REDIS_URL is None
 _generated_secrets_dir = VAR_DIR if EMBEDDED_MODE else None
 SECRET_KEY = env_secret("SECRET_KEY", state_dir=_generated_secrets_dir)
-FIELD_ENCRYPTION_KEY = env_secret(
-    "FIELD_ENCRYPTION_KEY", state_dir=_generated_secrets_dir, generate=lambda: Fernet.generate_key().decode()
+# Newest first: secrets are encrypted with the first and read with any (core/crypto.py, which reads only this list).
+# FIELD_ENCRYPTION_KEY alone is a list of one.
+FIELD_ENCRYPTION_KEYS = env_fernet_keys(
+    "FIELD_ENCRYPTION_KEYS", "FIELD_ENCRYPTION_KEY", state_dir=_generated_secrets_dir
 )
-try:
-    Fernet(FIELD_ENCRYPTION_KEY.encode())
-except ValueError:
-    raise ImproperlyConfigured("FIELD_ENCRYPTION_KEY must be a Fernet key (32 url-safe base64-encoded bytes)") from None
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 # How many proxies stand in front and append to X-Forwarded-For; 0 reads the socket's address only
 # (core/client_address.py). Sign-in limits count by the address this gives.
@@ -75,6 +75,8 @@ MIDDLEWARE = [
     "core.logs.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # After whitenoise, which answers static files itself: the policy is for pages (CONTENT_SECURITY_POLICY).
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -210,8 +212,12 @@ HTTPS_ONLY = env_bool("HTTPS_ONLY", not EMBEDDED_MODE and not DEBUG)
 if HTTPS_ONLY:
     SECURE_SSL_REDIRECT = True
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
+    # Both bind more than this service, so an operator opts in: includeSubDomains binds every host under the
+    # domain to HTTPS, and leaving a browser's preload list takes months. The list takes only sites that send both.
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    if SECURE_HSTS_PRELOAD and not SECURE_HSTS_INCLUDE_SUBDOMAINS:
+        raise ImproperlyConfigured("SECURE_HSTS_PRELOAD=true needs SECURE_HSTS_INCLUDE_SUBDOMAINS=true too")
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
     # The header the TLS proxy sets to say the client spoke HTTPS; empty when nothing sits in front.
     _proto_header = env_str("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto")
@@ -220,6 +226,28 @@ if HTTPS_ONLY:
     # Load balancers' health probes and Prometheus reach the processes directly, often over plain HTTP.
     # A redirect would fail them and protect nothing: a metrics token has already crossed by then.
     SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$", r"^metrics$"]
+# `check --deploy` warns while HSTS leaves out subdomains (W005) or the preload list (W021): both are the opt-ins
+# above, off unless the operator, who knows the rest of the domain, turns them on.
+SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
+
+# --- Content-Security-Policy (docs/dashboard.md, "Content-Security-Policy") ----------------
+# Every page's scripts and styles are files of ours: no inline script, event handler or style attribute, nothing
+# from another origin. NONCE lets in the one inline script and style that exist, the Swagger page's start-up code
+# (templates/drf_spectacular/swagger_ui.html); django-csp adds the nonce to the header only on a response whose
+# template used it, so every other page's policy is 'self' alone.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        # Swagger UI's stylesheet draws its icons as data: SVGs.
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 # --- Auth, i18n, static ---------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -239,8 +267,18 @@ LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "landing"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every start without it
-# Serve app static files straight from the packages: no collectstatic step in `make run`.
-WHITENOISE_USE_FINDERS = True
+if not EMBEDDED_MODE and not DEBUG:
+    # A deployment serves what `manage.py collectstatic` wrote to STATIC_ROOT (README.md, Production): names that
+    # carry a hash of the content, so browsers keep them for ever, each beside its gzip and brotli copy.
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+    # Source maps, the largest files, are fetched by developer tools alone: not worth collectstatic's time.
+    WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "map"]
+else:
+    # A run for trying things serves straight from static/ and the packages: no collectstatic step in `make run`.
+    WHITENOISE_USE_FINDERS = True
 
 # --- API ------------------------------------------------------------------------------
 # The release, written in pyproject.toml alone: GET /api/v1/info and the OpenAPI document show it.
@@ -291,6 +329,10 @@ PUBLIC_URL = env_required_outside_embedded_mode(
 )
 PLATFORM_PROVIDERS = env_list("PLATFORM_PROVIDERS")
 PLATFORM_PROVIDER_KEYS = env_provider_keys(PLATFORM_PROVIDERS, known=["SENDGRID", "RESEND", "POSTMARK"])
+# Requests an account's three provider-event receivers answer a minute, then 429 (docs/inbound-events.md, "Limits").
+# Postmark and Resend post once per event, SendGrid in batches: the Startup plan's 200 sends a minute, each
+# delivered, opened and clicked, come to 600. A provider posts a refused request again later.
+PROVIDER_EVENTS_PER_MINUTE = env_int("PROVIDER_EVENTS_PER_MINUTE", 1200, minimum=1)
 SENDGRID_API_URL = env_str("SENDGRID_API_URL", "https://api.sendgrid.com/v3/")
 RESEND_API_URL = env_str("RESEND_API_URL", "https://api.resend.com/")
 POSTMARK_API_URL = env_str("POSTMARK_API_URL", "https://api.postmarkapp.com/")
@@ -334,10 +376,12 @@ if LOG_FORMAT not in ("json", "text"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # The request id, job id and attempt of whatever this thread is handling, on every line (core/logs.py).
+    "filters": {"context": {"()": "core.logs.LogContextFilter"}},
     "formatters": {
-        "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "text": {"class": "core.logs.TextFormatter", "format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "json": {"()": "core.logs.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }

@@ -68,8 +68,9 @@ def _chromium_environment() -> dict[str, str]:
 
 
 @pytest.fixture
-def page(browser: Browser, live_server: Any) -> Iterator[Page]:
+def page(browser: Browser, live_server: Any, settings: Any) -> Iterator[Page]:
     """A page in a fresh context; ``page.goto("/signup/")`` opens the live server's sign-up page."""
+    settings.PUBLIC_URL = live_server.url  # emailed links lead to the service, here the live server
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 800})
     context.set_default_timeout(TIMEOUT_MS)
     try:
