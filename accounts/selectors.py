@@ -15,6 +15,7 @@ from providers.base import Credentials
 # Every API request starts here, so the lookup is one plain statement: compiling the ORM
 # query cost more than running it. Only the columns authentication, limits and quota read.
 ACCOUNT_COLUMNS = ["id", "user_id", "plan", "plan_started_on", "monthly_limit", "is_active", "deleted_at"]
+# Off the framework's road: docs/departures.md, "raw-sql-key-lookup".
 API_KEY_LOOKUP_SQL = f"""
     SELECT k.id, {", ".join(f"a.{column}" for column in ACCOUNT_COLUMNS)}
     FROM {ApiKey._meta.db_table} k JOIN {Account._meta.db_table} a ON a.id = k.account_id

@@ -31,6 +31,7 @@ from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
 
 
+# Off the framework's road: docs/departures.md, "redis-client-per-channel".
 class RedisChannel(redis.Channel):
     @cached_property
     def _command_client(self) -> Any:
@@ -45,6 +46,7 @@ class RedisTransport(redis.Transport):
     Channel = RedisChannel
 
 
+# Off the framework's road: docs/departures.md, "file-broker".
 class FileChannel(filesystem.Channel):
     """Messages are whole when a reader can see them, and each is read by exactly one reader.
 

@@ -39,6 +39,7 @@ def needs_no_browser_middleware(environ: Mapping[str, Any]) -> bool:
     )
 
 
+# Off the framework's road: docs/departures.md, "lean-chain".
 class ApiKeyMiddlewareMixin(BaseHandler):
     """For a Django handler class: build the chain from ``settings.API_KEY_MIDDLEWARE``."""
 

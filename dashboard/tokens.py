@@ -10,6 +10,7 @@ from django.contrib.auth.tokens import PasswordResetTokenGenerator
 class EmailConfirmationTokenGenerator(PasswordResetTokenGenerator):
     key_salt = "notifyhub.dashboard.EmailConfirmationTokenGenerator"
 
+    # Off the framework's road: docs/departures.md, "token-hash-value".
     def _make_hash_value(self, user: Any, timestamp: int) -> str:
         # Confirming changes the hash: a link works until the address is confirmed, then never again.
         confirmed_at = user.account.email_confirmed_at

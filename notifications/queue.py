@@ -67,6 +67,7 @@ def queued_messages() -> int | None:
         return None
 
 
+# Off the framework's road: docs/departures.md, "kept-producer".
 def _publish(producer: Producer, *, job_id: UUID, priority: int, countdown: float | None) -> None:
     """Publishes a Celery task message (protocol 2, built by Celery) for the job to the default queue.
 

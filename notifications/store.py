@@ -45,6 +45,7 @@ class Claim:
     account_usable: bool
 
 
+# Off the framework's road: docs/departures.md, "raw-sql-job-store".
 def insert(job: Job, *, counted: bool) -> None:
     """Stores a new job and, when ``counted``, takes a unit of its account's quota: both or neither.
 

@@ -37,6 +37,7 @@ def error_response(status: int, message: str, *, details: Mapping[str, Any] | No
     return _envelope_response(error_body(message, details), status)
 
 
+# Off the framework's road: docs/departures.md, "direct-202".
 def success_response(data: Any, status: int = 200) -> JsonResponse:
     """An envelope success rendered at once, for the send endpoints.
 

@@ -21,6 +21,7 @@ class RequestSerializer(serializers.Serializer):
     # OpenAPI document (core.api.schema), so that the document allows no body the API refuses.
     body_rules: ClassVar[dict[str, Any]] = {}
 
+    # Off the framework's road: docs/departures.md, "cloned-fields".
     def get_fields(self) -> dict[str, serializers.Field]:
         return {name: _clone(field) for name, field in self._declared_fields.items()}
 

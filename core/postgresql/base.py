@@ -20,6 +20,7 @@ from django.db.backends.postgresql import base
 from psycopg.pq import ConnStatus
 
 
+# Off the framework's road: docs/departures.md, "postgres-health-check".
 class DatabaseWrapper(base.DatabaseWrapper):
     def is_usable(self) -> bool:
         """False when the server has closed the connection or sent it anything while idle.
