@@ -53,17 +53,17 @@ def _statement_text(node: ast.AST) -> str | None:
     return None
 
 
+def _is_raw_sql(node: ast.AST) -> bool:
+    text = _statement_text(node)
+    if text is not None:
+        return bool(SQL_STATEMENT.match(text))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in RAW_SQL_CALLS
+    return isinstance(node, ast.Name) and node.id == "RawSQL"
+
+
 def raw_sql_lines(path: Path) -> list[int]:
-    lines = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        text = _statement_text(node)
-        if text is not None and SQL_STATEMENT.match(text):
-            lines.append(node.lineno)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RAW_SQL_CALLS:
-            lines.append(node.lineno)
-        elif isinstance(node, ast.Name) and node.id == "RawSQL":
-            lines.append(node.lineno)
-    return lines
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text())) if _is_raw_sql(node)]
 
 
 def private_overrides(path: Path) -> list[str]:
@@ -77,11 +77,14 @@ def private_overrides(path: Path) -> list[str]:
         framework_bases = [base for base in getattr(cls, "__mro__", ())[1:] if not _ours(base)]
         for item in node.body:
             name = getattr(item, "name", "")
-            is_method = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-            if is_method and name.startswith("_") and not name.startswith("__"):
-                if any(name in vars(base) for base in framework_bases):
-                    found.append(f"{node.name}.{name}")
+            private_method = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and _is_private(name)
+            if private_method and any(name in vars(base) for base in framework_bases):
+                found.append(f"{node.name}.{name}")
     return found
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
 
 
 def _ours(cls: type) -> bool:
