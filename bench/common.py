@@ -1,4 +1,5 @@
-"""What the benchmarks share: their own database and Redis DB, process groups, CPU accounting, seeding, verdicts.
+"""What the benchmarks share: their own database and Redis DB, process groups, CPU accounting, seeding, requests to
+the servers they start, verdicts.
 
 Every server and worker runs in a session of its own, so Ctrl-C reaches only the bench, whose ``finally`` blocks stop
 each process group (SIGTERM, then SIGKILL): nothing outlives a run, even an interrupted one.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import math
 import os
 import re
@@ -17,7 +19,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,9 +56,8 @@ def option(
     variable = "_".join(["BENCH", *filter(None, [env]), name]).replace("-", "_").upper()
     kw.setdefault("type", type(default))  # argparse converts a string default with it, as it would the option
     default_text = os.environ.get(variable, "").strip() or str(default)
-    parser.add_argument(
-        f"--{name}", default=default_text, help=f"{help} ({variable}, default {default})".lstrip(), **kw
-    )
+    text = f"{help} ({variable}, default {default})".lstrip().replace("%", "%%")  # argparse formats help with %
+    parser.add_argument(f"--{name}", default=default_text, help=text, **kw)
 
 
 def log(message: str) -> None:
@@ -103,6 +106,17 @@ def flush_redis(redis_url: str) -> None:
         raise BenchError(f"cannot reach Redis at {redis_url}: {error}") from error
 
 
+@contextlib.contextmanager
+def own_services(args: argparse.Namespace) -> Iterator[None]:
+    """A run on the bench's own database, made anew, and Redis DB, flushed at the start and again at the end however
+    the run ends: no queued task (no worker is left to take it) or rate-limit count outlives it."""
+    fresh_services(args.database_url, args.redis_url)
+    try:
+        yield
+    finally:
+        flush_redis(args.redis_url)
+
+
 @dataclass(frozen=True)
 class Seeded:
     account: Any  # accounts.models.Account; Django is imported only once it is set up
@@ -131,6 +145,94 @@ def seed_accounts(count: int, *, prefix: str, secrets: bool = False) -> list[See
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # fresh tables have no statistics; give the planner real ones
     return seeded
+
+
+def column(model: Any, name: str) -> str:
+    """The quoted column of a model's field, for the seeding statements written out in SQL."""
+    from core.sql import quote
+
+    return quote(model._meta.get_field(name).column)
+
+
+def run_sql(statement: str, params: dict[str, Any] | None = None) -> int:
+    """Runs one statement in autocommit (VACUUM needs it); returns the rows it touched."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return int(cursor.rowcount)
+
+
+@contextlib.contextmanager
+def timed(step: str, seconds: dict[str, float]) -> Iterator[None]:
+    """Records the wall time of the ``with`` body as ``seconds[step]``."""
+    started = time.monotonic()
+    yield
+    seconds[step] = time.monotonic() - started
+
+
+# --- Requests to the servers the bench starts ------------------------------------------------------
+
+ACCEPT_PATH = "/api/v1/notifications/webhook"
+# X-Forwarded-Proto: what the TLS proxy in front of production adds; without it the app redirects to HTTPS.
+PROXY_HEADERS = {"X-Forwarded-Proto": "https"}
+API_HEADERS = {"Content-Type": "application/json", **PROXY_HEADERS}
+# A Startup key may make 200 requests a minute (docs/rules.md, "Limits"): plan for 150 a key at most, none limited.
+REQUESTS_PER_KEY = 150
+# With --against, a change may not make a path slower than 95% of the revision it replaces.
+MIN_SHARE_OF_BEFORE = 0.95
+
+
+def one_request(
+    port: int, method: str, path: str, headers: dict[str, str], body: bytes | None = None
+) -> tuple[int, bytes, float]:
+    """One request on a new connection: (status, body, seconds from connecting to the body read)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    started = time.monotonic()
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        answer = response.read()
+    except (OSError, http.client.HTTPException) as error:
+        raise BenchError(f"{method} {path} failed: {error}") from error
+    finally:
+        connection.close()
+    return response.status, answer, time.monotonic() - started
+
+
+def open_loop(
+    port: int, rate: float, total: int, senders: int, send: Callable[[http.client.HTTPConnection, int, float], str]
+) -> tuple[float, Counter[str]]:
+    """``total`` requests at ``rate`` a second, open loop: request i is due at start + i / rate whatever happened before
+    it, shared by ``senders`` threads, each on its own keep-alive connection. ``send(connection, i, due)`` makes
+    request i and returns what went wrong with the answer ("" if nothing). A request that fails is not retried (a
+    retry could store it twice); a fresh connection serves the next. Returns the start (``time.monotonic()``) and the
+    count of each error."""
+    errors: Counter[str] = Counter()
+    lock, start = threading.Lock(), time.monotonic() + 0.1
+
+    def sender(first: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        for number in range(first, total, senders):
+            due = start + number / rate
+            time.sleep(max(0.0, due - time.monotonic()))
+            try:
+                error = send(connection, number, due)
+            except (OSError, http.client.HTTPException) as failure:
+                error = type(failure).__name__
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            if error:
+                with lock:
+                    errors[error] += 1
+        connection.close()
+
+    threads = [threading.Thread(target=sender, args=(first,), daemon=True) for first in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return start, errors
 
 
 # --- Processes -------------------------------------------------------------------------------------

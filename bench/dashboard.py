@@ -8,36 +8,36 @@ bench/README.md says how it seeds and how to read it.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import http.client
 import importlib
 import json
 import os
-import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
 from bench.common import (
+    PROXY_HEADERS,
     BenchError,
     Proc,
-    flush_redis,
-    fresh_services,
+    column,
     gunicorn,
     log,
+    one_request,
+    option,
+    own_services,
     percentile,
+    run_sql,
     seed_accounts,
     table,
+    timed,
     verdict,
     wait_for_quiet,
 )
 
+HELP = "the holder's reads with a million jobs, one by one"
 MAX_P99_MS = 50.0
 COLUMNS = "endpoint<18|path<40|requests>10|p50 ms>9.1f|p99 ms>9.1f|max ms>9.1f"
-# X-Forwarded-Proto: what the TLS proxy in front of production adds; without it the app redirects to HTTPS.
-PROXY_HEADERS = {"X-Forwarded-Proto": "https"}
 
 # The seeded jobs: the first --jobs go to the big account, the rest round-robin to the others; created at random over
 # the last 90 days, inserted in creation order as a live table fills. Status: 90% completed, 7% failed, 2% pending,
@@ -109,12 +109,6 @@ class Plan:
     lines: list[str]
 
 
-def column(model: Any, name: str) -> str:
-    from core.sql import quote
-
-    return quote(model._meta.get_field(name).column)
-
-
 def insert_jobs(args: argparse.Namespace, account_ids: list[int]) -> None:
     from core.sql import db_value, table
     from notifications.models import MAX_ATTEMPTS, Job, Priority
@@ -166,23 +160,6 @@ def insert_tallies(tally: Any) -> int:
     return run_sql(statement)
 
 
-def run_sql(statement: str, params: dict[str, Any] | None = None) -> int:
-    """Runs one statement in autocommit (VACUUM needs it); returns the rows it touched."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return int(cursor.rowcount)
-
-
-@contextlib.contextmanager
-def timed(step: str, seconds: dict[str, float]) -> Iterator[None]:
-    """Records the wall time of the ``with`` body as ``seconds[step]``."""
-    started = time.monotonic()
-    yield
-    seconds[step] = time.monotonic() - started
-
-
 def session_cookie(user: Any) -> str:
     """A signed-in session of ``user`` made as django.contrib.auth.login makes one, without the login form."""
     from django.conf import settings
@@ -230,17 +207,8 @@ def seed(args: argparse.Namespace) -> Seeding:
 
 def get(port: int, endpoint: Endpoint) -> tuple[int, bytes, float]:
     """One GET on a new connection, as a browser behind the proxy makes it: (status, body, ms to the body read)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    started = time.monotonic()
-    try:
-        connection.request("GET", endpoint.path, headers=endpoint.headers)
-        response = connection.getresponse()
-        body = response.read()
-    except (OSError, http.client.HTTPException) as error:
-        raise BenchError(f"GET {endpoint.path} failed: {error}") from error
-    finally:
-        connection.close()
-    return response.status, body, (time.monotonic() - started) * 1000
+    status, body, seconds = one_request(port, "GET", endpoint.path, endpoint.headers)
+    return status, body, seconds * 1000
 
 
 def check(endpoint: Endpoint, status: int, body: bytes, where: str) -> None:
@@ -326,9 +294,22 @@ def print_plans(endpoint: Endpoint, plans: list[Plan]) -> None:
         print("".join(f"    {line}\n" for line in plan.lines), end="")
 
 
-def dashboard(args: argparse.Namespace) -> None:
-    fresh_services(args.database_url, args.redis_url)
-    try:
+def options(parser: argparse.ArgumentParser) -> None:
+    option(parser, "jobs", 1_000_000, "jobs of the account whose pages are read", env="dashboard")
+    option(parser, "other-jobs", 1_000_000, "jobs of the other accounts, in the same table", env="dashboard")
+    option(parser, "other-accounts", 50, "accounts sharing the other jobs", env="dashboard")
+    option(parser, "requests", 20, "measured requests an endpoint, one after another", env="dashboard")
+    option(parser, "warmup", 2, "unmeasured requests an endpoint before them", env="dashboard")
+    option(parser, "port", 8771, "gunicorn's port", env="dashboard")
+
+
+def run(args: argparse.Namespace) -> None:
+    from django.core.management import call_command
+
+    with own_services(args):
+        # The jobs page links the stylesheet: a deployment serves collectstatic's files (README.md, Production), and
+        # a page whose file is missing answers 500.
+        call_command("collectstatic", interactive=False, verbosity=0)
         seeding = seed(args)
         with gunicorn("gunicorn-dashboard", args.port) as web:
             for endpoint in seeding.endpoints:  # every answer is checked before any is timed
@@ -338,8 +319,6 @@ def dashboard(args: argparse.Namespace) -> None:
             wait_for_quiet(args.quiet_wait)
             timings = {endpoint.name: measure(args, endpoint, web) for endpoint in seeding.endpoints}
         plans = [explain(endpoint) for endpoint in seeding.endpoints]
-    finally:
-        flush_redis(args.redis_url)  # the rate limiter's counts
     report(args, seeding, timings)
     for endpoint, endpoint_plans in zip(seeding.endpoints, plans, strict=True):
         print_plans(endpoint, endpoint_plans)

@@ -21,29 +21,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.common import (
+    ACCEPT_PATH,
+    API_HEADERS,
+    REQUESTS_PER_KEY,
     ROOT,
     BenchError,
     Proc,
     Sample,
     children_cpu,
+    column,
     command_cpu,
-    flush_redis,
-    fresh_services,
     gunicorn,
     log,
+    option,
+    own_services,
     percentile,
+    run_sql,
     running,
     seed_accounts,
     table,
+    timed,
     verdict,
     wait_for_quiet,
 )
-from bench.dashboard import column, run_sql, timed
 
+HELP = "purgejobs on a million old jobs while sends go on"
 MAX_SEND_P99_MS = 100.0
-ACCEPT_PATH = "/api/v1/notifications/webhook"
-# X-Forwarded-Proto: what the TLS proxy in front of production adds; without it the app redirects to HTTPS.
-API_HEADERS = {"Content-Type": "application/json", "X-Forwarded-Proto": "https"}
 SEND_BODY = json.dumps({"url": "https://hooks.example.com/in", "payload": {"event": "invoice.paid", "amount": 4200}})
 SENDERS = 16  # client threads sharing the schedule, each on its own connection
 SEND_COLUMNS = "phase<14|sent>8|202>8|errors>8|req/s>8.1f|p50 ms>9.1f|p99 ms>9.1f|max ms>9.1f|busy>7.0%"
@@ -131,8 +134,8 @@ def seed(args: argparse.Namespace) -> Seeding:
     from webhooks_inbound.models import EmailEvent
 
     log(f"purge: seeding {args.jobs:,} finished jobs older than {args.older_than} days and {args.kept:,} to keep")
-    # Enough keys that none nears the Startup limit (200 a minute) at --rate.
-    accounts = seed_accounts(max(args.accounts, math.ceil(args.rate * 60 / 150)), prefix="purge")
+    # Enough keys that none nears the Startup limit at --rate.
+    accounts = seed_accounts(max(args.accounts, math.ceil(args.rate * 60 / REQUESTS_PER_KEY)), prefix="purge")
     job, logs, events = jobs_table()
     email = {"to": "customer@example.com", "subject": "Your receipt", "body": "<p>Thanks for your order.</p>"}
     hook = {"event": "invoice.paid", "data": {"invoice": "in_1PZt7x2eZvKYlo2C", "amount": 4200}}
@@ -344,18 +347,27 @@ def report(args: argparse.Namespace, seeding: Seeding, run: PurgeRun, sends: lis
     verdict("old jobs gone, the rest kept", "yes" if run.left == expected else "NO", "all", run.left == expected)
 
 
-def purge(args: argparse.Namespace) -> None:
-    fresh_services(args.database_url, args.redis_url)
-    try:
+def options(parser: argparse.ArgumentParser) -> None:
+    option(parser, "jobs", 1_000_000, "finished jobs older than the cutoff, three delivery logs each", env="purge")
+    option(parser, "kept", 20_000, "jobs the purge must leave: recent finished ones, 5% old unfinished", env="purge")
+    option(parser, "events", 100_000, "email events on the old email jobs", env="purge")
+    option(parser, "accounts", 40, "accounts sharing the jobs, whose keys send", env="purge")
+    option(parser, "older-than", 90, "purgejobs --older-than DAYS", env="purge")
+    option(parser, "rate", 50.0, "sends a second through the API", env="purge")
+    option(parser, "alone", 10.0, "seconds of sends before the purge starts", env="purge")
+    option(parser, "warmup", 3.0, "warm-up seconds of sends, unmeasured", env="purge")
+    option(parser, "port", 8771, "gunicorn's port", env="purge")
+
+
+def run(args: argparse.Namespace) -> None:
+    with own_services(args):
         seeding = seed(args)
         with gunicorn("gunicorn-purge", args.port) as web:
             warm_up(args, seeding.keys)
             wait_for_quiet(args.quiet_wait)
             log(f"purge: sends at {args.rate:g}/s, {args.alone:g} s alone first")
-            run, alone, during = purge_during_sends(args, seeding.keys, web)
-    finally:
-        flush_redis(args.redis_url)  # the queued tasks (no worker runs) and the rate limiter's counts
-    report(args, seeding, run, [alone, during])
+            purged, alone, during = purge_during_sends(args, seeding.keys, web)
+    report(args, seeding, purged, [alone, during])
 
 
 def warm_up(args: argparse.Namespace, keys: list[str]) -> None:

@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from bench.common import ROOT
-from bench.run import REQUESTS_PER_KEY
+from bench.common import REQUESTS_PER_KEY, ROOT
 from tests.conftest import _unavailable, free_port
 from tests.fakes.receiver import Receiver
 from tests.faults.harness import Harness

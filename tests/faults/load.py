@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.run import ACCEPT_PATH, API_HEADERS
+from bench.common import ACCEPT_PATH, API_HEADERS
 
 # The fastest traffic a test sends: the API keys are made for it.
 MAX_RATE = 20.0

@@ -1,0 +1,212 @@
+"""accept: ``POST /api/v1/notifications/webhook`` under gunicorn, the app against its floor, loaded with wrk.
+
+Two servers one after the other, as production starts the web process: the app, and the floor (``floor_accept.py``:
+the same job insert and quota take in raw SQL, nothing around them), or with ``--against`` another revision's app.
+bench/README.md says how to read the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import math
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench.common import (
+    ACCEPT_PATH,
+    API_HEADERS,
+    MIN_SHARE_OF_BEFORE,
+    REQUESTS_PER_KEY,
+    ROOT,
+    VAR_DIR,
+    BenchError,
+    Sample,
+    children_cpu,
+    command_cpu,
+    gunicorn,
+    judge_rounds,
+    log,
+    option,
+    own_services,
+    revision_tree,
+    seed_accounts,
+    table,
+    verdict,
+    wait_for_quiet,
+)
+
+HELP = "the accept path against its floor"
+MIN_ACCEPT_SHARE = 0.60
+MAX_ACCEPT_P99_MS = 50.0
+MAX_RPS = 3000  # the fastest app the API keys are planned for
+KEYS_FILE = VAR_DIR / "api-keys.txt"
+ACCEPT_COLUMNS = (
+    "round<7|target<8|req/s>10.1f|p50 ms>9.1f|p99 ms>9.1f|errors>8|requests>10|jobs stored>13|cpu ms/req>12.2f"
+    "|other load>12.0%"
+)
+
+
+@dataclass(frozen=True)
+class AcceptRun:
+    target: str
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    non_202: int
+    socket_errors: int
+    requests: int
+    jobs_stored: int
+    cpu_ms: float  # gunicorn's CPU per request: what a request costs the web tier, steadier than req/s
+    other_load: float  # share of all CPUs used by processes that are not the bench's
+
+    @property
+    def errors(self) -> int:
+        return self.non_202 + self.socket_errors
+
+
+def run_wrk(args: argparse.Namespace, target: str, *, seconds: int, first_key: int) -> dict[str, int]:
+    # Idempotency keys are unique per account and both servers share the accounts: each load tags its own.
+    tag = f"{target}-{uuid.uuid4().hex[:12]}"
+    command = ["wrk", "-t", str(args.wrk_threads), "-c", str(args.connections), "-d", f"{seconds}s", "--timeout", "5s"]
+    command += ["-s", str(Path(__file__).with_name("accept.lua")), f"http://127.0.0.1:{args.port}{ACCEPT_PATH}"]
+    command += ["--", str(KEYS_FILE), tag, str(args.wrk_threads), str(first_key)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=seconds + 60)
+    except subprocess.TimeoutExpired as error:
+        raise BenchError(f"wrk did not finish on {target} within {seconds + 60} s") from error
+    line = next((line for line in done.stdout.splitlines() if line.startswith("BENCH_RESULT ")), None)
+    if done.returncode != 0 or line is None:
+        raise BenchError(f"wrk failed on {target} (exit {done.returncode}):\n{done.stdout}{done.stderr}")
+    return {name: int(value) for name, value in (item.split("=", 1) for item in line.split()[1:])}
+
+
+def accept_run(args: argparse.Namespace, target: str, *, first_key: int) -> AcceptRun:
+    from notifications.models import Job
+
+    log(f"accept: {target} on port {args.port}")
+    settings = "bench.floor_accept" if target == "floor" else None
+    tree = revision_tree(args.against) if target == "before" else ROOT
+    with gunicorn(f"gunicorn-{target}", args.port, settings, tree=tree, **request_log_env(args, target)) as server:
+        # One request first, so a broken server fails loudly instead of producing a fast row of errors.
+        connection = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
+        body = {"url": "https://hooks.example.com/in", "payload": {}, "idempotencyKey": uuid.uuid4().hex}
+        headers = {**API_HEADERS, "X-API-Key": KEYS_FILE.read_text().split()[0]}
+        try:
+            connection.request("POST", ACCEPT_PATH, body=json.dumps(body), headers=headers)
+            response = connection.getresponse()
+        except (OSError, http.client.HTTPException) as error:
+            raise BenchError(f"{target}: first request failed: {error}; see {server.log_path}") from error
+        if response.status != 202:
+            raise BenchError(f"{target} answered {response.status}: {response.read()[:300]!r}; see {server.log_path}")
+        connection.close()
+        wait_for_quiet(args.quiet_wait)
+        # Warm-up: every worker imports lazily and opens its database and broker connections.
+        run_wrk(args, target, seconds=args.warmup, first_key=first_key)
+        time.sleep(1)  # lets the warm-up's last requests land before the jobs are counted
+        jobs_before = Job.objects.count()
+        sources = {
+            "server": server.cpu,
+            "helpers": lambda: command_cpu("postgres", "redis-server"),
+            "wrk": children_cpu,
+        }
+        before = Sample.take(**sources)
+        stats = run_wrk(args, target, seconds=args.duration, first_key=first_key)
+        after = Sample.take(**sources)
+    cpu = after.cpu_since(before)
+    return AcceptRun(
+        target,
+        rps=stats["requests"] / stats["duration_us"] * 1e6,
+        p50_ms=stats["p50_us"] / 1000,
+        p99_ms=stats["p99_us"] / 1000,
+        non_202=stats["unexpected"],
+        socket_errors=stats["connect"] + stats["read"] + stats["write"] + stats["timeout"],
+        requests=stats["requests"],
+        jobs_stored=Job.objects.count() - jobs_before,  # once gunicorn stopped: requests in flight have landed
+        cpu_ms=cpu["server"] * 1000 / max(stats["requests"], 1),
+        other_load=max(0.0, after.busy_since(before) - after.share_since(before, sum(cpu.values()))),
+    )
+
+
+def request_log_env(args: argparse.Namespace, target: str) -> dict[str, str]:
+    """How the server logs requests. ``off``: not at all, so the bench measures the app, not log writing.
+    ``on``: as each side runs in production: gunicorn's access line before the app wrote its own request line
+    (docs/observability.md), the app's line (and gunicorn's off, its default) after.
+    """
+    if args.request_log == "off":
+        return {"GUNICORN_ACCESS_LOG": "off", "LOG_LEVEL": "WARNING"}
+    return {"GUNICORN_ACCESS_LOG": "-" if target == "before" else "off", "LOG_LEVEL": "INFO"}
+
+
+def accept_row(label: str, runs: list[AcceptRun]) -> tuple[Any, ...]:
+    """Medians of the rates, latencies and CPU; totals of the counts; the busiest run's other load."""
+    medians = [median(getattr(run, name) for run in runs) for name in ("rps", "p50_ms", "p99_ms")]
+    totals = [sum(getattr(run, name) for run in runs) for name in ("errors", "requests", "jobs_stored")]
+    cpu, other = median(run.cpu_ms for run in runs), max(run.other_load for run in runs)
+    return label, runs[0].target, *medians, *totals, cpu, other
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    option(parser, "duration", 20, "measured seconds per server", env="accept")
+    option(parser, "warmup", 3, "warm-up seconds per server", env="accept")
+    option(parser, "rounds", 3, "app then floor, this many times; the verdicts take the medians", env="accept")
+    option(parser, "connections", 16, "wrk connections", env="accept")
+    option(parser, "wrk-threads", 2, "wrk threads (wrk shares the CPUs with the servers)", env="accept")
+    option(parser, "port", 8771, "gunicorn's port", env="accept")
+    option(parser, "against", "", "a git revision run in the floor's place: before against after", env="accept")
+    option(
+        parser,
+        "request-log",
+        "off",
+        "off: no line per request on either side; on: each side's own default (with --against)",
+        env="accept",
+        choices=["off", "on"],
+    )
+
+
+def run(args: argparse.Namespace) -> None:
+    if shutil.which("wrk") is None:
+        raise BenchError("wrk is not installed; on Debian/Ubuntu: apt-get install wrk")
+    keys_per_round = max(args.connections, math.ceil(MAX_RPS * (args.warmup + args.duration) / REQUESTS_PER_KEY))
+    log(f"accept: wrk -t{args.wrk_threads} -c{args.connections}, {args.duration} s a run, rounds: {args.rounds}")
+    with own_services(args):
+        seeded = seed_accounts(keys_per_round * args.rounds, prefix="accept")
+        KEYS_FILE.write_text("".join(f"{account.api_key}\n" for account in seeded))
+        # Each round starts on keys of its own, so no key sees two rounds' requests within one minute.
+        # Against a revision, its code takes the floor's place: the same load, alternating, round by round.
+        targets = ("app", "before") if args.against else ("app", "floor")
+        rounds = [
+            [accept_run(args, target, first_key=number * keys_per_round) for target in targets]
+            for number in range(args.rounds)
+        ]
+    apps, floors = [app for app, _ in rounds], [floor for _, floor in rounds]
+    rows = [accept_row(str(number), [run]) for number, pair in enumerate(rounds, start=1) for run in pair]
+    rows += [accept_row("median", apps), accept_row("median", floors)] if len(rounds) > 1 else []
+    print()
+    table(ACCEPT_COLUMNS, rows)
+    print()
+    pairs = [(app.rps, other.rps) for app, other in rounds]
+    if args.against:
+        judge_rounds(f"app/{args.against} req/s", pairs, MIN_SHARE_OF_BEFORE)
+    else:
+        judge_rounds("app/floor req/s", pairs, MIN_ACCEPT_SHARE)
+    p99 = median(app.p99_ms for app in apps)
+    verdict("app p99", f"{p99:.1f} ms", f"< {MAX_ACCEPT_P99_MS:.0f} ms", p99 < MAX_ACCEPT_P99_MS)
+    errors = sum(run.errors for run in apps + floors)
+    verdict("errors", str(errors), "0", errors == 0)
+    cost = median(app.cpu_ms for app in apps) / max(median(floor.cpu_ms for floor in floors), 1e-9)
+    print(f"  gunicorn CPU per request: app {cost:.2f}x the {floors[0].target}'s (not a target; explains the ratio)")
+    for run in apps + floors:
+        if run.errors:
+            print(f"  {run.target}: {run.non_202} answers not 202, {run.socket_errors} socket errors or timeouts")
+        if run.other_load > 0.10:
+            print(f"  note: other processes used {run.other_load:.0%} of the CPUs in a {run.target} run; re-run")
+    if max(app.rps for app in apps) > MAX_RPS:
+        print(f"  note: the app ran above {MAX_RPS} req/s; some keys may have met the rate limit")
