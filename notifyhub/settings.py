@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "webhooks_inbound",
     "dashboard",
     "staff",
+    "devtools",
 ]
 
 MIDDLEWARE = [
@@ -345,6 +346,10 @@ WEBHOOK_CA_BUNDLE = env_optional("WEBHOOK_CA_BUNDLE")
 # Runs for trying things (embedded, or DEBUG) trust the CA of `manage.py listen` and let webhooks reach its one
 # port on 127.0.0.1 while it runs, nothing else local (docs/operations.md); a deployment (Redis, DEBUG off) never does.
 WEBHOOK_TRUST_LISTENER = DEBUG or EMBEDDED_MODE
+# Where `manage.py listen` (devtools/) publishes its port, process and CA, and where the webhook client looks for its
+# one trusted local target (notifications/delivery/trusted_target.py); None, so nothing is looked for, where the
+# listener is not trusted.
+WEBHOOK_LOCAL_TARGET_FILE = str(VAR_DIR / "listen" / "listener.json") if WEBHOOK_TRUST_LISTENER else None
 # How long a claim holds a job; past it, another worker may take over. The worker renews it while the attempt
 # runs (notifications/lease.py), so it bounds how long the job of a worker that died waits, not how long an
 # attempt may take.

@@ -10,7 +10,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL, CORE, PROVIDERS = "notifyhub", "core", "providers"
-APPS = ("accounts", "notifications", "domains", "webhooks_inbound", "dashboard", "staff")
+# The developer tools (``manage.py listen``) are an app at the apps' top: nothing uses them, and of the other apps
+# they use only accounts (``--account`` finds the signing secret to check with). What listen tells the webhook client
+# goes through a file the settings name (WEBHOOK_LOCAL_TARGET_FILE), never an import either way.
+DEVTOOLS, DEVTOOLS_USE = "devtools", {"accounts"}
+APPS = ("accounts", "notifications", "domains", "webhooks_inbound", "dashboard", "staff", DEVTOOLS)
 LAYER = {SHELL: 0, **dict.fromkeys(APPS, 1), CORE: 2, PROVIDERS: 3}
 # What one app may take from another: its models and what it does, never how it speaks HTTP.
 # (``management``: the operators' commands find an account by email the same way in every app.)
@@ -64,6 +68,22 @@ def test_the_apps_import_each_other_without_a_cycle() -> None:
         ready = [app for app in APPS if app not in order and depends[app] <= set(order)]
         assert ready, f"the apps import each other in a cycle: {depends}"
         order.extend(ready)
+
+
+def test_no_package_imports_the_developer_tools() -> None:
+    importers = sorted(f"{source} -> {module}" for source, target, module in _edges() if target == DEVTOOLS)
+
+    assert importers == []
+
+
+def test_the_developer_tools_use_no_other_app_than_accounts() -> None:
+    used = sorted(
+        module
+        for source, target, module in _edges()
+        if source == DEVTOOLS and target in APPS and target not in DEVTOOLS_USE
+    )
+
+    assert used == []
 
 
 def test_the_shell_holds_only_the_project_files() -> None:

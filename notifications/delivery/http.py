@@ -3,8 +3,8 @@
 requests-hardened resolves the host once and connects to the address it checked, so a DNS
 answer cannot change between the check and the connection. The check is ours,
 :func:`is_public_address`, both here at connect time and when a send is accepted: only
-globally routable unicast addresses pass, and in a local run the receiver of ``manage.py listen``
-(:mod:`notifications.delivery.local_listener`). Redirects are never followed. One pooled session
+globally routable unicast addresses pass, and in a local run the one trusted local target
+(:mod:`notifications.delivery.trusted_target`). Redirects are never followed. One pooled session
 per process and configuration keeps connections alive, to many destinations at once, and verifies
 TLS with one context per process (docs/delivery-engine.md, "Webhooks").
 """
@@ -30,7 +30,7 @@ from requests_hardened.ip_filter import InvalidIPAddress
 from requests_hardened.ip_filter_adapter import IPFilterAdapter
 from urllib3.util.ssl_ import create_urllib3_context
 
-from notifications.delivery.local_listener import Listener, current_listener
+from notifications.delivery.trusted_target import TrustedTarget, current_trusted_target
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # The IPv6 global unicast space; everything outside it (IPv4-compatible ::/96, IPv4-translated
@@ -48,13 +48,13 @@ def webhook_session() -> requests.Session:
         block_private=not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
         timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
         ca_bundle=settings.WEBHOOK_CA_BUNDLE,
-        listener=current_listener(),
+        trusted_target=current_trusted_target(),
     )
 
 
 @cache
 def _session(
-    *, block_private: bool, timeout: int, ca_bundle: str | None, listener: Listener | None
+    *, block_private: bool, timeout: int, ca_bundle: str | None, trusted_target: TrustedTarget | None
 ) -> requests.Session:
     config = Config(
         ip_filter_enable=block_private,
@@ -63,11 +63,11 @@ def _session(
         default_timeout=(timeout, timeout),
     )
     session = HTTPSession(config)
-    extra_bundles = [bundle for bundle in (ca_bundle, listener.ca_file if listener else None) if bundle]
+    extra_bundles = [bundle for bundle in (ca_bundle, trusted_target.ca_file if trusted_target else None) if bundle]
     tls = _tls_context(_trusted_cas(*extra_bundles) if extra_bundles else certifi.where())
     for scheme in ("http://", "https://"):
         adapter = (
-            PublicAddressAdapter(tls=tls, is_https_proto=scheme == "https://", listener=listener)
+            PublicAddressAdapter(tls=tls, is_https_proto=scheme == "https://", trusted_target=trusted_target)
             if block_private
             else WebhookAdapter(tls=tls)
         )
@@ -92,7 +92,7 @@ def _trusted_cas(*extra_bundles: str) -> str:
     """The public CAs plus the extra bundles, in one file named after its content.
 
     The name is what :func:`_tls_context` is cached under, so a bundle rewritten in place (a new
-    ``manage.py listen`` CA) makes a new context. Any thread or worker process may be reading the
+    trusted local target's CA) makes a new context. Any thread or worker process may be reading the
     file, so it is never rewritten in place either: each content is written whole, then renamed.
     """
     contents = "\n".join(Path(bundle).read_text() for bundle in (certifi.where(), *extra_bundles))
@@ -118,7 +118,7 @@ def is_public_address(address: IPAddress) -> bool:
 
 def is_local_target(url: str) -> bool:
     """Whether the URL names localhost or a literal IP address that is not public, other than
-    a running ``manage.py listen`` in a local run.
+    the running trusted local target in a local run.
 
     Only what the URL says, checked when a send is accepted: names that resolve to other
     addresses are refused at delivery, where the resolved address is checked and connected to.
@@ -131,13 +131,13 @@ def is_local_target(url: str) -> bool:
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
-    return not is_public_address(address) and not _is_listener(address, parts)
+    return not is_public_address(address) and not _is_trusted_target(address, parts)
 
 
-def _is_listener(address: IPAddress, parts: SplitResult) -> bool:
-    listener = current_listener()
+def _is_trusted_target(address: IPAddress, parts: SplitResult) -> bool:
+    trusted_target = current_trusted_target()
     try:
-        return listener is not None and listener.admits(address, parts.port)
+        return trusted_target is not None and trusted_target.admits(address, parts.port)
     except ValueError:  # a port out of range
         return False
 
@@ -175,17 +175,17 @@ class PublicAddressAdapter(WebhookAdapter, IPFilterAdapter):
     """requests-hardened's adapter, with :func:`is_public_address` judging the address it pinned.
 
     Its own filter asks ``is_private``, which lets IPv4-compatible and site-local IPv6 through.
-    With a listener it lets loopback through, and this check admits the listener's one port.
+    With a trusted local target it lets loopback through, and this check admits the target's one port.
     """
 
-    def __init__(self, *, tls: ssl.SSLContext, is_https_proto: bool, listener: Listener | None) -> None:
-        super().__init__(tls=tls, is_https_proto=is_https_proto, allow_loopback=listener is not None)
-        self._listener = listener
+    def __init__(self, *, tls: ssl.SSLContext, is_https_proto: bool, trusted_target: TrustedTarget | None) -> None:
+        super().__init__(tls=tls, is_https_proto=is_https_proto, allow_loopback=trusted_target is not None)
+        self._trusted_target = trusted_target
 
     def build_connection_pool_key_attributes(self, *args: Any, **kwargs: Any) -> Any:
         host_params, pool_kwargs = super().build_connection_pool_key_attributes(*args, **kwargs)
         address = ipaddress.ip_address(host_params["host"].strip("[]"))
-        admitted = self._listener is not None and self._listener.admits(address, host_params["port"])
+        admitted = self._trusted_target is not None and self._trusted_target.admits(address, host_params["port"])
         if not is_public_address(address) and not admitted:
             raise InvalidIPAddress(address)
         return host_params, pool_kwargs

@@ -9,12 +9,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.management.commands._account_args import account_or_error
 from accounts.selectors import signing_secret_get
-from notifications.delivery.local_listener import listen_dir, listener_publish, listener_url, listener_withdraw
-from notifications.listener import DEFAULT_PORT, ListenServer, TlsFiles, printer, tls_files
+from devtools.listener import DEFAULT_PORT, ListenServer, listener_url, printer
+from devtools.record import listener_publish, listener_withdraw
+from devtools.tls import TlsFiles, listen_dir, tls_files
 
 PRODUCTION_REFUSAL = (
-    "This is a production configuration (DEBUG=false, PostgreSQL): it delivers webhooks to public addresses "
-    "only, never to listen. Use it with make run's embedded SQLite or DEBUG=true, or pass --force."
+    "This is a production configuration (REDIS_URL set, DEBUG=false): it delivers webhooks to public addresses "
+    "only, never to listen. Use it with make run's embedded mode or DEBUG=true, or pass --force."
 )
 
 
@@ -76,7 +77,7 @@ class Command(BaseCommand):
         # Ctrl-C, or a SIGTERM, ends serve_forever through the finally below: the record goes with it.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         try:
-            listener_publish(port=server.port)
+            listener_publish(port=server.port, ca=tls.ca)
             url = listener_url(server.port)
             self._say(f"Listening for webhooks at {url}  (its CA: {tls.ca})")
             if not settings.WEBHOOK_TRUST_LISTENER:

@@ -21,17 +21,12 @@ import trustme
 from django.core.management import CommandError, call_command
 
 from core.signing import signature_header
-from notifications.delivery import local_listener
-from notifications.delivery.local_listener import (
-    ca_path,
-    current_listener,
-    listen_dir,
-    listener_publish,
-    listener_url,
-    listener_withdraw,
-)
+from devtools.listener import DEFAULT_PORT, ListenServer, listener_url, printer
+from devtools.record import listener_publish, listener_withdraw
+from devtools.tls import listen_dir, tls_files
+from notifications.delivery import trusted_target
+from notifications.delivery.trusted_target import TrustedTarget, current_trusted_target
 from notifications.delivery.webhook import send
-from notifications.listener import DEFAULT_PORT, ListenServer, printer, tls_files
 from tests.api.test_envelope import assert_error
 from tests.conftest import Client
 from tests.fakes.receiver import Receiver
@@ -47,17 +42,25 @@ def local_run(settings: Any, tmp_path: Path) -> Any:
     """A run for trying things (SQLite or DEBUG), with a var folder of its own."""
     settings.VAR_DIR = tmp_path
     settings.WEBHOOK_TRUST_LISTENER = True
+    settings.WEBHOOK_LOCAL_TARGET_FILE = str(tmp_path / "listen" / "listener.json")
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
     settings.WEBHOOK_CA_BUNDLE = None
     return settings
+
+
+def as_in_production(settings: Any) -> None:
+    """What a production configuration's settings say: listen is not trusted, and no local target is looked for."""
+    settings.WEBHOOK_TRUST_LISTENER = False
+    settings.WEBHOOK_LOCAL_TARGET_FILE = None
 
 
 @pytest.fixture
 def listening(local_run: Any, ca: trustme.CA, receiver: Receiver) -> Receiver:
     """The test receiver standing in for a running listen: its port and CA published as listen publishes its own."""
     listen_dir().mkdir(parents=True)
-    ca.cert_pem.write_to_path(str(ca_path()))
-    listener_publish(port=receiver.port)
+    ca_file = listen_dir() / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    listener_publish(port=receiver.port, ca=ca_file)
     return receiver
 
 
@@ -79,7 +82,7 @@ def test_a_local_run_refuses_the_listeners_address_once_it_stopped(free: Client,
 def test_a_production_configuration_refuses_the_listeners_address_while_it_runs(
     free: Client, listening: Receiver, settings: Any
 ) -> None:
-    settings.WEBHOOK_TRUST_LISTENER = False
+    as_in_production(settings)
 
     assert_error(free.send_webhook(url=listening.url("/")), 400, LOCAL_URL_MESSAGE)
 
@@ -105,7 +108,7 @@ def test_the_webhook_client_refuses_other_loopback_ports_while_the_listener_runs
 def test_the_webhook_client_refuses_the_listener_in_a_production_configuration(
     listening: Receiver, settings: Any
 ) -> None:
-    settings.WEBHOOK_TRUST_LISTENER = False
+    as_in_production(settings)
 
     outcome = send("POST", listening.url(), body=BODY, headers={})
 
@@ -117,19 +120,27 @@ def test_the_webhook_client_refuses_the_listener_in_a_production_configuration(
 def test_a_listener_started_later_is_seen_at_the_next_check_and_not_before(
     local_run: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(local_listener, "RECHECK_SECONDS", 3600.0)
-    assert current_listener() is None
+    monkeypatch.setattr(trusted_target, "RECHECK_SECONDS", 3600.0)
+    assert current_trusted_target() is None
     listen_dir().mkdir(parents=True)
-    listener_publish(port=4443)
+    listener_publish(port=4443, ca=listen_dir() / "ca.pem")
 
-    assert current_listener() is None  # no look at the file between checks
-    monkeypatch.setattr(local_listener, "RECHECK_SECONDS", 0.0)
-    assert current_listener() == local_listener.Listener(
+    assert current_trusted_target() is None  # no look at the file between checks
+    monkeypatch.setattr(trusted_target, "RECHECK_SECONDS", 0.0)
+    assert current_trusted_target() == TrustedTarget(
         port=4443,
-        ca_file=str(ca_path()),
-        started_ns=(listen_dir() / "listener.json").stat().st_mtime_ns,
+        ca_file=str(listen_dir() / "ca.pem"),
+        started_ns=Path(local_run.WEBHOOK_LOCAL_TARGET_FILE).stat().st_mtime_ns,
         pid=os.getpid(),
     )
+
+
+def test_listen_publishes_nothing_where_no_local_target_is_looked_for(local_run: Any) -> None:
+    as_in_production(local_run)
+
+    listener_publish(port=4443, ca=listen_dir() / "ca.pem")
+
+    assert not listen_dir().exists()
 
 
 def test_listen_makes_its_ca_once_and_keeps_no_key_of_it(tmp_path: Path) -> None:
@@ -219,8 +230,12 @@ def test_listen_takes_a_free_port_when_the_default_one_is_taken(
     listen_server: Callable[..., tuple[ListenServer, list[str]]],
 ) -> None:
     with socket.socket() as taken:
+        # Listening, and bound even while a connection of an earlier listen lingers in TIME_WAIT: listen's own
+        # socket (SO_REUSEADDR) could otherwise share the port with it.
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         with contextlib.suppress(OSError):  # taken already, by someone else
             taken.bind(("127.0.0.1", DEFAULT_PORT))
+            taken.listen()
 
         server, _ = listen_server(port=None)
 
@@ -228,7 +243,7 @@ def test_listen_takes_a_free_port_when_the_default_one_is_taken(
 
 
 def test_listen_refuses_a_production_configuration(settings: Any) -> None:
-    settings.WEBHOOK_TRUST_LISTENER = False
+    as_in_production(settings)
 
     with pytest.raises(CommandError, match="production configuration"):
         call_command("listen")
