@@ -1,8 +1,14 @@
 """Log lines: one JSON object a line in production, plain text locally, and one line per HTTP request.
 
 ``LOG_FORMAT`` picks the formatter (docs/observability.md). Structured fields travel as the
-``extra`` of a log call; the text formatter shows the message alone, the JSON one the message and
-every field. Nothing here ever logs a header, a query string, a body or a credential.
+``extra`` of a log call; the text formatter shows the message and the ids below, the JSON one the
+message and every field. Nothing here ever logs a header, a query string, a body or a credential.
+
+While a request or a job is handled, every line names it: the middleware (``request_id``), the
+worker's task signals (``job_id``) and the engine (``attempt``) put them in a context variable (one
+value per thread and per asyncio task, so concurrent requests never mix), and
+:class:`LogContextFilter`, on the handler in ``LOGGING``, copies them onto each record, whichever
+logger wrote it.
 """
 
 from __future__ import annotations
@@ -12,10 +18,16 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from types import MappingProxyType
+from typing import Any, TypedDict, Unpack
 
 from django.http import HttpRequest, HttpResponse
+from django.utils.log import log_response
+
+from core.metrics import request_observed
 
 # What every LogRecord carries anyway: anything else on a record came in a call's ``extra``.
 _RECORD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
@@ -28,6 +40,58 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 MASK = "***"
 
 request_logger = logging.getLogger("notifyhub.request")
+
+
+class LogContext(TypedDict, total=False):
+    """The fields every line carries while a request or a job is handled (docs/observability.md)."""
+
+    request_id: str
+    job_id: str
+    attempt: int
+
+
+CONTEXT_FIELDS = tuple(LogContext.__annotations__)
+LogContextToken = Token[Mapping[str, Any]]
+
+_context: ContextVar[Mapping[str, Any]] = ContextVar("notifyhub_log_context", default=MappingProxyType({}))
+
+
+def log_context_push(**fields: Unpack[LogContext]) -> LogContextToken:
+    """Adds ``fields`` to every line written in this thread (or asyncio task) until the token is popped."""
+    return _context.set({**_context.get(), **fields})
+
+
+def log_context_pop(token: LogContextToken) -> None:
+    """Back to the fields before the push that gave ``token``, dropping any pushed since."""
+    _context.reset(token)
+
+
+@contextmanager
+def log_context(**fields: Unpack[LogContext]) -> Iterator[None]:
+    """``fields`` on every line written inside the block (the engine's attempt, once it has claimed the job)."""
+    token = log_context_push(**fields)
+    try:
+        yield
+    finally:
+        log_context_pop(token)
+
+
+class LogContextFilter(logging.Filter):
+    """Copies the context's fields onto each record the handler takes; a call's own ``extra`` keeps its values."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for name, value in _context.get().items():
+            record.__dict__.setdefault(name, value)
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """The format string's line, then `` [request_id=... job_id=... attempt=...]`` for the fields the record has."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        carried = " ".join(f"{name}={record.__dict__[name]}" for name in CONTEXT_FIELDS if name in record.__dict__)
+        return f"{line} [{carried}]" if carried else line
 
 
 class JsonFormatter(logging.Formatter):
@@ -70,7 +134,8 @@ def account_id(request: HttpRequest) -> int | None:
 
 
 class RequestLogMiddleware:
-    """One log line per request, outermost in both middleware chains so it times and sees everything."""
+    """One log line per request, outermost in both middleware chains so it times and sees everything; the request
+    id on every line written meanwhile; the request's duration in ``/metrics``."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -78,10 +143,18 @@ class RequestLogMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         rid = request_id(request)
-        response = self.get_response(request)
+        context = log_context_push(request_id=rid)
+        try:
+            response = self.get_response(request)
+            if response.status_code >= 400:
+                log_error_answer(request, response)
+        finally:
+            log_context_pop(context)
         response[REQUEST_ID_HEADER] = rid
+        seconds = time.perf_counter() - started
+        request_observed(request, response.status_code, seconds)
         if request_logger.isEnabledFor(logging.INFO):
-            self.log(request, response, rid, duration_ms=(time.perf_counter() - started) * 1000)
+            self.log(request, response, rid, duration_ms=seconds * 1000)
         return response
 
     @staticmethod
@@ -96,3 +169,9 @@ class RequestLogMiddleware:
             "request_id": rid,
         }
         request_logger.info("%s %s %s %.1fms", request.method, path, response.status_code, duration_ms, extra=fields)
+
+
+def log_error_answer(request: HttpRequest, response: HttpResponse) -> None:
+    """django.request's warning or error for a 4xx or 5xx answer, written here so that it carries the request id:
+    Django writes it once the outermost middleware has returned, unless the answer's line is written already."""
+    log_response("%s: %s", response.reason_phrase, loggable_path(request), response=response, request=request)

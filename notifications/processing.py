@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from accounts.authentication import INACTIVE_ACCOUNT_MESSAGE
 from accounts.selectors import signing_secret_decrypt
+from core.logs import log_context
 from core.unavailable import DATABASE_FAULTS
 from notifications import store
 from notifications.delivery.email import deliver_email
@@ -69,7 +70,7 @@ def job_process(*, job_id: UUID) -> None:
         return
     job = claim.job
     attempt = job.attempts + 1
-    with renewer.held(job) as lease:
+    with log_context(attempt=attempt), renewer.held(job) as lease:
         started = time.monotonic()
         outcome = _stopped(claim) or _attempt(claim, attempt=attempt)
         seconds = time.monotonic() - started

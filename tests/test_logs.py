@@ -1,4 +1,5 @@
-"""Log lines: one JSON object per request and per delivery attempt, with their fields and never a secret."""
+"""Log lines: one JSON object per request and per delivery attempt, with their fields and never a secret; the
+request id, job id and attempt on every line written meanwhile."""
 
 from __future__ import annotations
 
@@ -10,13 +11,20 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
+from celery.signals import task_postrun, task_prerun
 
 from accounts.services import signing_secret_generate
-from core.logs import JsonFormatter
+from core.logs import JsonFormatter, TextFormatter, log_context
+from notifications import tasks
+from notifications.processing import job_process
+from notifications.queue import DELIVER_TASK
+from notifyhub.celery import app as celery_app
 from tests.clients import APIClient
 from tests.conftest import WEBHOOK, Client, wait_for_job
 from tests.fakes.receiver import Receiver
@@ -25,22 +33,34 @@ from tests.test_deploy import PRODUCTION, ROOT, run
 Lines = Callable[[str], list[dict[str, Any]]]
 
 
+@contextmanager
+def console_output(formatter: logging.Formatter) -> Iterator[io.StringIO]:
+    """What the service's console handler (``LOGGING`` in the settings, its filter included) writes meanwhile."""
+    (console,) = [handler for handler in logging.getLogger().handlers if handler.name == "console"]
+    assert isinstance(console, logging.StreamHandler)
+    stream, formatter_before = io.StringIO(), console.formatter
+    stream_before = console.setStream(stream)
+    console.setFormatter(formatter)
+    try:
+        yield stream
+    finally:
+        console.setStream(stream_before)
+        console.setFormatter(formatter_before)
+
+
 @pytest.fixture
 def captured() -> Iterator[io.StringIO]:
-    """What the request and delivery loggers write at INFO, formatted as production formats it.
+    """Every line the service writes, with the request and delivery loggers at INFO, formatted as production
+    formats it.
 
     At INFO whatever the root logger's level: the test worker sets it to its own (WARNING) when it starts.
     """
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
     loggers = [logging.getLogger("notifyhub.request"), logging.getLogger("notifyhub.delivery")]
     for logger in loggers:
-        logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-    yield stream
+    with console_output(JsonFormatter()) as stream:
+        yield stream
     for logger in loggers:
-        logger.removeHandler(handler)
         logger.setLevel(logging.NOTSET)
 
 
@@ -138,6 +158,93 @@ def wait_for_line(lines: Lines, logger: str, timeout: float = 10.0) -> dict[str,
         time.sleep(0.05)
     assert found, f"no {logger} line"
     return found[0]
+
+
+def test_a_warning_logged_during_a_request_carries_the_request_id(db: None, lines: Lines) -> None:
+    browser = APIClient()
+    for _ in range(5):
+        browser.post("/password-reset/", {"email": "ada@example.com"})
+
+    refused = browser.post("/password-reset/", {"email": "ada@example.com"})
+
+    assert refused.status_code == 429
+    request_line = lines("notifyhub.request")[-1]
+    (refusal,) = lines("core.signin")
+    (answer,) = lines("django.request")
+    assert refusal["message"].startswith("password-reset refused for 'ada@example.com'")
+    assert answer["message"] == "Too Many Requests: /password-reset/"
+    assert refusal["request_id"] == answer["request_id"] == request_line["request_id"] == refused["X-Request-ID"]
+
+
+def test_django_s_line_for_an_api_error_carries_the_proxy_s_request_id(free: Client, lines: Lines) -> None:
+    response = free.http.get("/api/v1/no-such-thing", HTTP_X_API_KEY=free.api_key, HTTP_X_REQUEST_ID="req-404")
+
+    assert response.status_code == 404
+    (answer,) = lines("django.request")
+    assert (answer["message"], answer["request_id"]) == ("Not Found: /api/v1/no-such-thing", "req-404")
+
+
+def test_a_line_written_after_the_request_carries_no_request_id(db: None, lines: Lines) -> None:
+    APIClient().get("/api/v1/info")
+
+    logging.getLogger("tests.after").warning("later")
+
+    (line,) = lines("tests.after")
+    assert "request_id" not in line
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_line_the_worker_writes_while_it_handles_a_job_carries_the_job_id(
+    free: Client, receiver: Receiver, lines: Lines, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def job_process_saying_so(*, job_id: UUID) -> None:
+        logging.getLogger("tests.worker").warning("delivering")
+        job_process(job_id=job_id)
+
+    monkeypatch.setattr(tasks, "job_process", job_process_saying_so)
+
+    job = wait_for_job(free.send_webhook(url=receiver.url("/hook")).json()["data"]["jobId"])
+
+    assert job.status == "completed"
+    (line,) = lines("tests.worker")
+    assert line["job_id"] == str(job.id)
+
+
+def test_the_job_id_is_dropped_when_its_task_ends(lines: Lines) -> None:
+    task = celery_app.tasks[DELIVER_TASK]
+    logger = logging.getLogger("tests.worker")
+
+    task_prerun.send(sender=task, task_id="task-1", task=task, args=["job-1"], kwargs={})
+    logger.warning("during")
+    task_postrun.send(sender=task, task_id="task-1", task=task, args=["job-1"], kwargs={}, retval=None, state="")
+    logger.warning("after")
+
+    assert [line.get("job_id") for line in lines("tests.worker")] == ["job-1", None]
+
+
+def test_the_attempt_named_by_the_engine_joins_the_job_id_until_its_block_ends(lines: Lines) -> None:
+    """The engine names the attempt once it has claimed the job (notifications/processing.py); called directly
+    here, as the engine calls it."""
+    logger = logging.getLogger("tests.worker")
+
+    with log_context(job_id="job-1"):
+        with log_context(attempt=2):
+            logger.warning("attempting")
+        logger.warning("attempt recorded")
+
+    assert [(line["job_id"], line.get("attempt")) for line in lines("tests.worker")] == [("job-1", 2), ("job-1", None)]
+
+
+def test_a_text_line_ends_with_the_ids_it_carries() -> None:
+    with console_output(TextFormatter("%(levelname)s %(name)s: %(message)s")) as stream:
+        with log_context(request_id="req-1"), log_context(job_id="job-1", attempt=2):
+            logging.getLogger("tests.text").warning("hello")
+        logging.getLogger("tests.text").warning("bye")
+
+    assert stream.getvalue().splitlines() == [
+        "WARNING tests.text: hello [request_id=req-1 job_id=job-1 attempt=2]",
+        "WARNING tests.text: bye",
+    ]
 
 
 def test_the_json_formatter_keeps_plain_fields_and_the_exception() -> None:

@@ -1,5 +1,5 @@
-"""GET /metrics: the jobs counted where they are accepted and delivered, the queue read at scrape time, the token,
-and the sum over processes that share PROMETHEUS_MULTIPROC_DIR."""
+"""GET /metrics: the jobs counted where they are accepted and delivered, the queue read at scrape time, requests
+timed by route and status, the token, and the sum over processes that share PROMETHEUS_MULTIPROC_DIR."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from tests.fakes.receiver import Receiver, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 ATTEMPT_SECONDS = "notifyhub_delivery_attempt_duration_seconds"
+REQUEST_SECONDS = "notifyhub_http_request_duration_seconds"
 COUNTERS = ["notifyhub_jobs_accepted", "notifyhub_jobs_delivered", "notifyhub_jobs_failed"]
 
 
@@ -42,6 +43,12 @@ def value(samples: list[Sample], name: str, **labels: str) -> float:
 
 def attempts(samples: list[Sample], job_type: str, outcome: str) -> float:
     return value(samples, f"{ATTEMPT_SECONDS}_count", type=job_type, outcome=outcome)
+
+
+def requests_timed(samples: list[Sample], route: str, status: int) -> float:
+    """How many answers of ``status`` the route's histogram counted; 0 before its first (series start then)."""
+    name, labels = f"{REQUEST_SECONDS}_count", {"route": route, "status": str(status)}
+    return next((sample.value for sample in samples if sample.name == name and sample.labels == labels), 0)
 
 
 def wait_for_value(name: str, expected: float, timeout: float = 10.0, **labels: str) -> float:
@@ -144,6 +151,28 @@ def test_a_retried_job_counts_as_pending_but_not_in_the_oldest_age(free: Client)
     assert value(samples, "notifyhub_oldest_pending_job_age_seconds") == 0
 
 
+def test_requests_are_timed_by_their_route_and_status_never_by_their_path(free: Client) -> None:
+    job_id = free.send_webhook().json()["data"]["jobId"]
+    job_route = "api/v1/notifications/jobs/<str:job_id>"
+    before = scrape()
+
+    for _ in range(2):
+        assert free.get(f"/api/v1/notifications/jobs/{job_id}").status_code == 200
+    assert free.get("/api/v1/notifications/jobs/not-a-job-id").status_code == 404
+    assert APIClient().get("/login/").status_code == 200  # the browser's middleware chain
+    assert APIClient().get("/no-such-page/1234").status_code == 404
+
+    after = scrape()
+    counted = {
+        (route, status): requests_timed(after, route, status) - requests_timed(before, route, status)
+        for route, status in [(job_route, 200), (job_route, 404), ("login/", 200), ("unmatched", 404)]
+    }
+    assert counted == {(job_route, 200): 2, (job_route, 404): 1, ("login/", 200): 1, ("unmatched", 404): 1}
+    assert value(after, f"{REQUEST_SECONDS}_bucket", route=job_route, status="200", le="+Inf") >= 2
+    routes = {sample.labels["route"] for sample in after if sample.name.startswith(REQUEST_SECONDS)}
+    assert not [route for route in routes if job_id in route or "not-a-job-id" in route or "1234" in route]
+
+
 @pytest.fixture
 def metrics_token(settings: Any) -> str:
     settings.METRICS_TOKEN = "m3trics-t0ken"
@@ -228,7 +257,29 @@ ATTEMPT_SECONDS["webhook", "success"].observe(0.2)
 """
 
 
+REQUESTS_IN_A_PROCESS = """
+import logging
+import sys
+
+import django
+
+django.setup()
+from django.test.utils import setup_test_environment
+
+from tests.clients import APIClient
+
+logging.disable(logging.INFO)  # the request lines; a warning would still reach stderr
+setup_test_environment()  # the test client's host, testserver, allowed
+for _ in range(int(sys.argv[1])):
+    assert APIClient().get("/api/v1/info").status_code == 200
+"""
+
+
 def run_counting_process(folder: Path, accepted: int) -> None:
+    run_in_a_process(folder, COUNT_IN_A_PROCESS, str(accepted))
+
+
+def run_in_a_process(folder: Path, script: str, *args: str) -> None:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -236,7 +287,7 @@ def run_counting_process(folder: Path, accepted: int) -> None:
         "PYTHONPATH": str(ROOT),
     }
     done = subprocess.run(
-        [sys.executable, "-c", COUNT_IN_A_PROCESS, str(accepted)],
+        [sys.executable, "-c", script, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -260,3 +311,16 @@ def test_a_scrape_sums_every_process_sharing_the_folder(db: None, settings: Any,
     assert value(samples, f"{ATTEMPT_SECONDS}_bucket", type="webhook", outcome="success", le="0.25") == 2
     assert value(samples, "notifyhub_jobs_pending") == 0  # the queue still comes from the database
     assert not any(sample.name.startswith("process_") for sample in samples)  # only what the files hold
+
+
+def test_a_scrape_sums_the_request_durations_of_every_process_sharing_the_folder(
+    db: None, settings: Any, tmp_path: Path
+) -> None:
+    run_in_a_process(tmp_path, REQUESTS_IN_A_PROCESS, "2")
+    run_in_a_process(tmp_path, REQUESTS_IN_A_PROCESS, "3")
+    settings.PROMETHEUS_MULTIPROC_DIR = str(tmp_path)
+
+    samples = scrape()
+
+    assert requests_timed(samples, "api/v1/info", 200) == 5
+    assert value(samples, f"{REQUEST_SECONDS}_bucket", route="api/v1/info", status="200", le="+Inf") == 5
