@@ -7,13 +7,13 @@ from typing import Any, cast
 from django.contrib.auth import get_user_model
 from django.utils.functional import SimpleLazyObject
 from rest_framework.authentication import BaseAuthentication
-from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from accounts.models import Account, ApiKey
 from accounts.selectors import api_key_find
+from core.api.exceptions import ApiKeyInBothHeaders, ApiKeyInvalid, ApiKeyMissing
 from core.api.headers import header_api_key
-from core.errors import InvalidRequest, NotPermitted
+from core.errors import AccountInactive, AccountMissing
 
 # Both ways to send a key, named in every 401 (RFC 9110 section 11.6.1: one challenge per scheme).
 API_KEY_CHALLENGE = 'Bearer realm="NotifyHub", ApiKey realm="NotifyHub", header="X-API-Key"'
@@ -23,7 +23,7 @@ def presented_api_key(request: Request) -> str | None:
     """The key from ``X-API-Key`` or ``Authorization: Bearer``; both at once is a 400."""
     header_key, bearer_key = header_api_key(request.META)
     if header_key and bearer_key:
-        raise InvalidRequest("Send the API key in one header only")
+        raise ApiKeyInBothHeaders()
     return header_key or bearer_key or None
 
 
@@ -33,10 +33,10 @@ class ApiKeyAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[Any, ApiKey]:
         raw_key = presented_api_key(request)
         if raw_key is None:
-            raise AuthenticationFailed("API key is missing")
+            raise ApiKeyMissing()
         api_key = api_key_find(raw_key=raw_key)
         if api_key is None:
-            raise AuthenticationFailed("Invalid API key")
+            raise ApiKeyInvalid()
         require_usable(api_key.account)
         # Key-only endpoints never read the user: load it only if something does.
         user = SimpleLazyObject(lambda: get_user_model().objects.get(pk=api_key.account.user_id))
@@ -61,16 +61,16 @@ def request_account(request: Request) -> Account:
         return request.auth.account
     account = Account.objects.filter(user_id=cast(int, request.user.pk)).first()
     if account is None:
-        raise NotPermitted("This user has no NotifyHub account")
+        raise AccountMissing()
     require_usable(account)
     return account
 
 
 # Also the error of a job the worker meets for such an account (docs/job-states.md).
-INACTIVE_ACCOUNT_MESSAGE = "Account is inactive"
+INACTIVE_ACCOUNT_MESSAGE = AccountInactive.message
 
 
 def require_usable(account: Account) -> None:
     """Inactive and soft-deleted accounts are refused, however they authenticate."""
     if not account.is_usable:
-        raise NotPermitted(INACTIVE_ACCOUNT_MESSAGE)
+        raise AccountInactive()

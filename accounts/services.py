@@ -14,16 +14,24 @@ from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePe
 from accounts.plans import Plan
 from accounts.selectors import current_period
 from core.crypto import encrypt
-from core.errors import Conflict, InvalidRequest, NotFound, NotPermitted, QuotaExceeded, UpstreamFailed
+from core.errors import (
+    AccountNotDeleted,
+    EmailTaken,
+    EmailUnconfirmed,
+    EmailUnconfirmedForKey,
+    MonthlyLimitInvalid,
+    ProviderCredentialRefused,
+    ProviderKeyNotFound,
+    ProviderKeysNeedPaidPlan,
+    ProviderKeyUnchecked,
+    ProviderUnreachable,
+    QuotaExceeded,
+)
 from providers.base import CredentialRefused, Credentials, ProviderError
 from providers.names import ProviderName
 from providers.registry import get_provider
 
-UNCONFIRMED_KEY_MESSAGE = "Confirm your email address first: follow the link we emailed you, then create a key."
-UNCONFIRMED_SETTINGS_MESSAGE = (
-    "Confirm your email address first: follow the link we emailed you. Until then this account keeps no settings."
-)
-EMAIL_TAKEN_MESSAGE = "An account with this email already exists. Sign in instead."
+UNCONFIRMED_KEY_MESSAGE = EmailUnconfirmedForKey.message
 
 
 @transaction.atomic
@@ -46,12 +54,12 @@ def account_sign_up(*, email: str, password: str) -> Account:
     taken = users.select_for_update(of=("self",)).filter(username__iexact=email).select_related("account").first()
     if taken is not None:
         if getattr(taken, "account", None) is None or taken.account.is_confirmed:
-            raise Conflict(EMAIL_TAKEN_MESSAGE)
+            raise EmailTaken()
         taken.delete()
     try:
         user = users.create_user(username=email, email=email, password=password)
     except IntegrityError:  # the same address signed up a moment ago
-        raise Conflict(EMAIL_TAKEN_MESSAGE) from None
+        raise EmailTaken() from None
     return Account.objects.create(user=user, plan=Plan.FREE)
 
 
@@ -62,17 +70,17 @@ def email_confirm(*, account: Account) -> Account:
     return account
 
 
-def confirmed_account_required(account: Account, *, message: str = UNCONFIRMED_SETTINGS_MESSAGE) -> None:
+def confirmed_account_required(account: Account, *, refusal: type[EmailUnconfirmed] = EmailUnconfirmed) -> None:
     """Refuses anything that would outlive a sign-up started over (keys, secrets, credentials, a domain) until the
     holder has shown they read the address's mail: an unconfirmed account may be someone else's squat."""
     if not account.is_confirmed:
-        raise NotPermitted(message)
+        raise refusal()
 
 
 @transaction.atomic
 def api_key_issue(*, account: Account) -> str:
     """Revokes the account's active key, if any, and issues a new one."""
-    confirmed_account_required(account, message=UNCONFIRMED_KEY_MESSAGE)
+    confirmed_account_required(account, refusal=EmailUnconfirmedForKey)
     ApiKey.objects.filter(account=account, revoked_at__isnull=True).update(revoked_at=timezone.now())
     raw_key = generate_api_key()
     ApiKey.objects.create(account=account, digest=api_key_digest(raw_key), hint=raw_key[:10])
@@ -92,7 +100,7 @@ def account_delete(*, account: Account) -> None:
 def account_restore(*, account: Account) -> Account:
     """Undoes a soft delete: the holder signs in again and the same API key works, as nothing was revoked."""
     if account.deleted_at is None and account.user.is_active:
-        raise Conflict("This account is not deleted")
+        raise AccountNotDeleted()
     account.deleted_at = None
     account.save(update_fields=["deleted_at"])
     account.user.is_active = True
@@ -108,7 +116,7 @@ def account_set_plan(*, account: Account, plan: str) -> Account:
     return account
 
 
-MONTHLY_LIMIT_MESSAGE = "A monthly limit must be a whole number, 1 or more."
+MONTHLY_LIMIT_MESSAGE = MonthlyLimitInvalid.message
 
 
 def account_set_monthly_limit(*, account: Account, limit: int | None) -> Account:
@@ -117,7 +125,7 @@ def account_set_monthly_limit(*, account: Account, limit: int | None) -> Account
     It applies to the current billing cycle at once: what was used stays counted.
     """
     if limit is not None and limit < 1:
-        raise InvalidRequest(MONTHLY_LIMIT_MESSAGE)
+        raise MonthlyLimitInvalid()
     account.monthly_limit = limit
     account.save(update_fields=["monthly_limit"])
     return account
@@ -147,10 +155,7 @@ def usage_consume(*, account: Account) -> None:
     if _take_unit(account=account, period_start=start):
         return
     used = UsagePeriod.objects.get(account=account, period_start=start).used
-    limit = account.limits.monthly_quota
-    raise QuotaExceeded(
-        f"Monthly usage limit exceeded ({used}/{limit}). Upgrade your plan or wait for reset on {us_date(resets_on)}."
-    )
+    raise QuotaExceeded(used=used, limit=account.limits.monthly_quota, resets_on=us_date(resets_on))
 
 
 @transaction.atomic
@@ -214,9 +219,6 @@ def provider_key_remove(*, account: Account, provider: str) -> bool:
 
 # --- Provider keys from the dashboard -----------------------------------------------------------
 
-PROVIDER_KEYS_PAID_ONLY_MESSAGE = (
-    "Provider keys are for paid plans (Indie and Startup). On the Free plan NotifyHub's own providers send your email."
-)
 CREDENTIAL_NAMES = {"api_key": "API key", "account_token": "account token"}
 
 
@@ -226,7 +228,7 @@ def provider_key_add(*, account: Account, provider: str, api_key: str, account_t
     Nothing is saved when the provider refuses a credential (InvalidRequest) or cannot be asked (UpstreamFailed).
     """
     if not account.limits.is_paid:
-        raise NotPermitted(PROVIDER_KEYS_PAID_ONLY_MESSAGE)
+        raise ProviderKeysNeedPaidPlan()
     confirmed_account_required(account)
     token = account_token or None
     _check_with_provider(provider, Credentials(api_key=api_key, account_token=token))
@@ -238,17 +240,12 @@ def _check_with_provider(provider: str, credentials: Credentials) -> None:
     try:
         get_provider(provider).check_key(credentials)
     except CredentialRefused as refusal:
-        refused = CREDENTIAL_NAMES[refusal.credential]
-        raise InvalidRequest(f"{label} refused this {refused} ({refusal.message}). Nothing was saved.") from None
+        credential = CREDENTIAL_NAMES[refusal.credential]
+        raise ProviderCredentialRefused(provider=label, credential=credential, reason=refusal.message) from None
     except ProviderError as error:
-        raise UpstreamFailed(_unchecked_message(label, error)) from None
-
-
-def _unchecked_message(label: str, error: ProviderError) -> str:
-    if error.status is None:
-        return f"{label} could not be reached ({error.message}), so the key was not checked and not saved."
-    retry = " Try again in a moment." if error.transient else ""
-    return f"{label} could not check the key ({error.message}), so it was not saved.{retry}"
+        if error.status is None:
+            raise ProviderUnreachable(provider=label, reason=error.message) from None
+        raise ProviderKeyUnchecked(provider=label, reason=error.message, transient=error.transient) from None
 
 
 @transaction.atomic
@@ -259,12 +256,12 @@ def provider_key_move(*, account: Account, provider: str, offset: int) -> None:
     reorders what the last one left.
     """
     if not account.limits.is_paid:
-        raise NotPermitted(PROVIDER_KEYS_PAID_ONLY_MESSAGE)
+        raise ProviderKeysNeedPaidPlan()
     locked = ProviderKey.objects.select_for_update().filter(account=account).order_by("pk")
     keys = sorted(locked, key=lambda key: (key.priority, key.created_at))
     names = [key.provider for key in keys]
     if provider not in names:
-        raise NotFound(f"There is no {ProviderName(provider).label} key to move.")
+        raise ProviderKeyNotFound(provider=ProviderName(provider).label)
     place = names.index(provider)
     target = min(max(place + offset, 0), len(keys) - 1)
     keys.insert(target, keys.pop(place))

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from accounts.models import Account
-from core.errors import NotFound
+from core.errors import DomainNotFound
 from domains.models import SenderDomain
 
 
@@ -10,8 +10,8 @@ def domain_get(*, account: Account) -> SenderDomain | None:
 
 
 def domain_require(*, account: Account) -> SenderDomain:
-    """The account's domain, or NotFound when it has none."""
+    """The account's domain, or DomainNotFound when it has none."""
     domain = domain_get(account=account)
     if domain is None:
-        raise NotFound("No sender domain. Request one first.")
+        raise DomainNotFound()
     return domain

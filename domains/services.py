@@ -11,7 +11,16 @@ from django.utils import timezone
 from accounts.models import Account
 from accounts.selectors import provider_credentials
 from accounts.services import confirmed_account_required, provider_key_add
-from core.errors import Conflict, InvalidRequest, NotPermitted, SenderNotAllowed, SendingNotReady, UpstreamFailed
+from core.errors import (
+    DomainExists,
+    DomainNeedsProviderKey,
+    DomainRegistrationFailed,
+    DomainsNeedPaidPlan,
+    NoProviderCanRegister,
+    SenderOutsideDomain,
+    SendingDomainPending,
+    SendingDomainRequired,
+)
 from domains.models import SENDING_SUBDOMAIN, DomainRegistration, DomainStatus, SenderDomain
 from domains.selectors import domain_get, domain_require
 from providers.base import Credentials, ProviderError
@@ -19,18 +28,14 @@ from providers.registry import get_provider
 
 logger = logging.getLogger(__name__)
 
-NO_PROVIDER_MESSAGE = "Add at least one provider API key before adding a sending domain."
-NO_DOMAIN_MESSAGE = "Paid plans must use a verified sending domain. Please add and verify your domain in Settings."
-PENDING_DOMAIN_MESSAGE = "Your sending domain is pending verification. Please complete domain verification in Settings."
-
 
 def sender_address(*, account: Account, requested: str | None) -> str:
     """The address a paid account's email goes out from (docs/rules.md, "Senders")."""
     domain = SenderDomain.objects.filter(account=account).first()
     if domain is None:
-        raise SendingNotReady(NO_DOMAIN_MESSAGE)
+        raise SendingDomainRequired()
     if domain.status != DomainStatus.VERIFIED:
-        raise SendingNotReady(PENDING_DOMAIN_MESSAGE)
+        raise SendingDomainPending()
     if requested is None:
         return f"noreply@{domain.sending_name}"
     local, _, host = requested.rpartition("@")
@@ -38,12 +43,12 @@ def sender_address(*, account: Account, requested: str | None) -> str:
         return f"{local}@{SENDING_SUBDOMAIN}.{domain.name}"
     if host.lower() == domain.sending_name:
         return requested
-    raise SenderNotAllowed(f"Cannot send from {requested}. Use your verified domain {domain.name} instead.")
+    raise SenderOutsideDomain(sender=requested, domain=domain.name)
 
 
 def _require_paid(account: Account) -> None:
     if not account.limits.is_paid:
-        raise NotPermitted("Custom sender domains require a paid plan")
+        raise DomainsNeedPaidPlan()
 
 
 def _participants(account: Account) -> tuple[dict[str, Credentials], list[dict[str, str]]]:
@@ -74,12 +79,12 @@ def domain_request(*, account: Account, name: str) -> SenderDomain:
     confirmed_account_required(account)
     existing = domain_get(account=account)
     if existing is not None:
-        raise Conflict(f"Your account already has the sender domain {existing.name}. Delete it first.")
+        raise DomainExists(name=existing.name)
     if not provider_credentials(account=account):
-        raise InvalidRequest(NO_PROVIDER_MESSAGE)
+        raise DomainNeedsProviderKey()
     participants, warnings = _participants(account)
     if not participants:
-        raise InvalidRequest("No provider can register the domain: " + "; ".join(w["reason"] for w in warnings))
+        raise NoProviderCanRegister(reasons=[warning["reason"] for warning in warnings])
     domain = SenderDomain(account=account, name=name, warnings=warnings)
     registrations = _register_all(participants, domain.sending_name)
     try:
@@ -90,7 +95,7 @@ def domain_request(*, account: Account, name: str) -> SenderDomain:
             DomainRegistration.objects.bulk_create(registrations)
     except IntegrityError:
         # A concurrent request won; it uses the same provider registrations.
-        raise Conflict("Your account already has a sender domain. Delete it first.") from None
+        raise DomainExists(name=None) from None
     return _refresh_status(domain)
 
 
@@ -101,7 +106,7 @@ def _register_all(participants: dict[str, Credentials], sending_name: str) -> li
             registrations.append(_register(provider, credentials, sending_name))
         except ProviderError as error:
             _unregister(registrations, participants)
-            raise UpstreamFailed(f"Could not register {sending_name} with {error}") from None
+            raise DomainRegistrationFailed(sending_name=sending_name, error=str(error)) from None
     return registrations
 
 

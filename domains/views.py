@@ -10,8 +10,25 @@ from rest_framework.response import Response
 from accounts.access import AccountHolderView
 from accounts.authentication import request_account
 from core.api.fields import DomainNameField, IsoDateTimeField
-from core.api.schema import SESSION_ERROR_DESCRIPTIONS, Link, error_responses, response_links
+from core.api.schema import (
+    BODY_REFUSALS,
+    SESSION_ERROR_DESCRIPTIONS,
+    SESSION_REFUSALS,
+    ErrorAnswer,
+    Link,
+    error_responses,
+    response_links,
+)
 from core.api.serializers import RequestSerializer
+from core.errors import (
+    DomainExists,
+    DomainNeedsProviderKey,
+    DomainNotFound,
+    DomainRegistrationFailed,
+    DomainsNeedPaidPlan,
+    EmailUnconfirmed,
+    NoProviderCanRegister,
+)
 from domains.models import SenderDomain
 from domains.selectors import domain_require
 from domains.services import domain_delete, domain_request, domain_verify
@@ -51,7 +68,7 @@ class DomainSerializer(serializers.Serializer):
         return [record for registration in domain.registrations.all() for record in registration.records]
 
 
-NO_DOMAIN = "The account has no sender domain; request one first."
+NO_DOMAIN = ErrorAnswer("The account has no sender domain; request one first.", DomainNotFound)
 
 # What may follow a sender domain's answer (OpenAPI links): the account has one domain, so no parameter names it.
 GET_DOMAIN = Link("GetDomain", "user_domain_retrieve", "The domain, its DNS records and each provider's status.")
@@ -94,12 +111,26 @@ class DomainRequestView(AccountHolderView):
                 502,
                 descriptions={
                     **SESSION_ERROR_DESCRIPTIONS,
-                    400: "The body breaks a rule (the message names it), the account has no provider key that can "
-                    "register a domain, or the API key was sent in both headers.",
-                    403: "The plan has no sender domains, the account is inactive or deleted, or the signed-in user "
-                    "has no NotifyHub account. With a session, the request also needs the CSRF token.",
-                    409: "The account has a sender domain already; delete it first.",
-                    502: "A provider refused the registration or could not be reached; nothing was registered.",
+                    400: ErrorAnswer(
+                        "The body breaks a rule (the message names it), the account has no provider key that can "
+                        "register a domain, or the API key was sent in both headers.",
+                        *BODY_REFUSALS,
+                        DomainNeedsProviderKey,
+                        NoProviderCanRegister,
+                    ),
+                    403: ErrorAnswer(
+                        "The plan has no sender domains, the account's email address is not confirmed yet, the "
+                        "account is inactive or deleted, or the signed-in user has no NotifyHub account. With a "
+                        "session, the request also needs the CSRF token.",
+                        DomainsNeedPaidPlan,
+                        EmailUnconfirmed,
+                        *SESSION_REFUSALS,
+                    ),
+                    409: ErrorAnswer("The account has a sender domain already; delete it first.", DomainExists),
+                    502: ErrorAnswer(
+                        "A provider refused the registration or could not be reached; nothing was registered.",
+                        DomainRegistrationFailed,
+                    ),
                 },
             ),
         },

@@ -9,7 +9,7 @@ from django.db.models import Count, Min, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
-from core.errors import NotFound
+from core.errors import JobNotFound
 from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
 from notifications.secret_headers import mask_secret_headers, with_secret_headers
 
@@ -39,7 +39,7 @@ def job_get(*, account: Account, job_id: str) -> Job:
         else None
     )
     if job is None:
-        raise NotFound("Job not found")
+        raise JobNotFound()
     return job
 
 

@@ -17,7 +17,18 @@ from accounts.models import Account
 from accounts.selectors import configured_providers, signing_secret_get
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
-from core.errors import InvalidRequest, NotFound, NotPermitted, SenderNotAllowed, SendingNotReady, UpstreamFailed
+from core.errors import (
+    EmailNotSent,
+    FallbackNotConfigured,
+    JobNotRetryable,
+    PlatformSenderOnly,
+    PriorityNeedsPaidPlan,
+    ProviderKeyRequired,
+    ProviderNotConfigured,
+    RetryNeedsProviderKey,
+    RoutingNeedsPaidPlan,
+    UrlNotPublic,
+)
 from domains.services import sender_address
 from notifications import store
 from notifications.delivery.http import is_local_target, split_credentials
@@ -34,15 +45,9 @@ from providers.base import Credentials, OutgoingEmail, build_message
 from providers.failover import Route, send_with_failover
 from providers.registry import get_provider
 
-NO_PROVIDER_MESSAGE = (
-    "Please add at least one email provider API key (SendGrid, Resend, or Postmark) in Settings before sending emails."
-)
+NO_PROVIDER_MESSAGE = ProviderKeyRequired.message
 REQUEUED_MESSAGE = "Job has been re-queued for processing"
-NOT_RETRYABLE_MESSAGE = "Job not found or cannot be retried (must be in failed status)"
-
-
-def provider_not_configured_message(provider: str) -> str:
-    return f"Provider {provider} is not configured for this customer"
+NOT_RETRYABLE_MESSAGE = JobNotRetryable.message
 
 
 def _requeue_time() -> datetime:
@@ -74,30 +79,30 @@ def platform_email_send(*, to: str, subject: str, html: str) -> None:
         try:
             build_message(email).send()
         except OSError as error:
-            raise UpstreamFailed(f"The email could not be sent: {error.strerror or error}") from None
+            raise EmailNotSent(reason=error.strerror or str(error)) from None
         return
     result = send_with_failover(email, routes)
     if not result.sent:
-        raise UpstreamFailed(f"The email could not be sent: {result.error_message}")
+        raise EmailNotSent(reason=result.error_message)
 
 
 def _check_free_plan_email(*, sender: str | None, priority: int | None, provider: str | None) -> None:
     if provider is not None:
-        raise NotPermitted("Per-message provider routing requires a paid plan")
+        raise RoutingNeedsPaidPlan()
     if priority is not None:
-        raise NotPermitted("Priority requires a paid plan")
+        raise PriorityNeedsPaidPlan()
     if sender is not None and sender.lower() != platform_sender():
-        raise SenderNotAllowed(f"Cannot send from {sender}. Only {platform_sender()} is allowed.")
+        raise PlatformSenderOnly(sender=sender, platform_sender=platform_sender())
 
 
 def _check_paid_plan_email(*, account: Account, sender: str | None, provider: str | None, fallback: str | None) -> None:
     configured = configured_providers(account=account)
     if not configured:
-        raise SendingNotReady(NO_PROVIDER_MESSAGE)
+        raise ProviderKeyRequired()
     if provider is not None and provider not in configured:
-        raise InvalidRequest(provider_not_configured_message(provider))
+        raise ProviderNotConfigured(provider=provider)
     if fallback is not None and fallback not in configured:
-        raise InvalidRequest(f"Fallback provider {fallback} is not configured for this customer")
+        raise FallbackNotConfigured(provider=fallback)
     sender_address(account=account, requested=sender)
 
 
@@ -194,13 +199,13 @@ def job_retry(*, account: Account, job_id: str) -> Job:
     """Puts a failed job back in the queue; its attempts start again, its logs stay."""
     parsed_id = parse_job_id(job_id)
     if parsed_id is None:
-        raise NotFound(NOT_RETRYABLE_MESSAGE)
+        raise JobNotRetryable()
     failed = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).only("type").first()
     if failed and failed.type == JobType.EMAIL and _email_needs_provider_key(account):
-        raise InvalidRequest(NO_PROVIDER_MESSAGE)
+        raise RetryNeedsProviderKey()
     job = store.requeue_failed(account=account, job_id=parsed_id, requeue_at=_requeue_time())
     if job is None:
-        raise NotFound(NOT_RETRYABLE_MESSAGE)
+        raise JobNotRetryable()
     transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job
 
@@ -307,7 +312,7 @@ def _purge_each_batch(jobs: QuerySet[Job], *, batch_size: int) -> Iterator[Purge
         position = deleted[-1]
 
 
-LOCAL_URL_MESSAGE = "url must not point to a local or private network address"
+LOCAL_URL_MESSAGE = UrlNotPublic.message
 # A test answers while the holder's page waits: a shorter wait than a job's, and more of the answer shown.
 TEST_WEBHOOK_MAX_WAIT_SECONDS = 10
 TEST_WEBHOOK_EXCERPT_BYTES = 2048
@@ -333,7 +338,7 @@ def webhook_test_send(*, account: Account, url: str) -> WebhookTestResult:
     """Sends a sample event to ``url`` now, as a job's delivery would go: the same client and
     address rules, signed with the account's secret. No job is stored and no quota is spent."""
     if not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS and is_local_target(url):
-        raise InvalidRequest(LOCAL_URL_MESSAGE)
+        raise UrlNotPublic()
     sent_at = timezone.now()
     webhook_id = f"test_{uuid.uuid4().hex}"
     event = {

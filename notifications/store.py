@@ -30,7 +30,6 @@ from core import sql
 from core.errors import DuplicateRequest
 from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
 
-DUPLICATE_MESSAGE = "Duplicate request detected"
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
 TALLY_FIELDS = ("account", "day", "completed", "failed")
 
@@ -62,7 +61,7 @@ def insert(job: Job, *, counted: bool) -> None:
     except IntegrityError:
         if job.idempotency_key is None:
             raise
-        raise DuplicateRequest(DUPLICATE_MESSAGE) from None
+        raise DuplicateRequest() from None
 
 
 def _insert_taking_unit(job: Job) -> bool:

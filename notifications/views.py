@@ -14,6 +14,7 @@ from accounts.access import AccountHolderView, ApiKeyView
 from accounts.authentication import request_account
 from accounts.models import Account
 from core.api.envelope import success_response
+from core.api.exceptions import ApiKeyInBothHeaders, ValidationFailed
 from core.api.fields import (
     POSITIVE_INTEGER_SCHEMA,
     EmailAddressField,
@@ -24,8 +25,32 @@ from core.api.fields import (
     PositiveIntegerParamField,
     TextField,
 )
-from core.api.schema import SESSION_ERROR_DESCRIPTIONS, Link, error_responses, response_links
+from core.api.schema import (
+    BODY_REFUSALS,
+    SESSION_ERROR_DESCRIPTIONS,
+    ErrorAnswer,
+    Link,
+    error_responses,
+    response_links,
+)
 from core.api.serializers import RequestSerializer
+from core.errors import (
+    AccountInactive,
+    DuplicateRequest,
+    FallbackNotConfigured,
+    JobNotFound,
+    JobNotRetryable,
+    PlatformSenderOnly,
+    PriorityNeedsPaidPlan,
+    ProviderKeyRequired,
+    ProviderNotConfigured,
+    QuotaExceeded,
+    RetryNeedsProviderKey,
+    RoutingNeedsPaidPlan,
+    SenderOutsideDomain,
+    SendingDomainPending,
+    SendingDomainRequired,
+)
 from notifications.delivery.http import is_local_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType, Priority
@@ -71,24 +96,46 @@ def provider_field() -> OneOfField:
     return OneOfField(choices=ProviderName.values, required=False)
 
 
-# What the send endpoints answer besides 202, for the OpenAPI document.
-SEND_ERRORS = error_responses(
-    400,
-    401,
-    403,
-    409,
-    411,
-    413,
-    415,
-    429,
-    descriptions={
-        400: "The body breaks a rule (the message names the field), is not a JSON object, "
-        "or the API key was sent in both headers.",
-        403: "The account is inactive, its monthly quota is used up, or its plan or setup does not allow this send.",
-        409: "A job with this `idempotencyKey` exists already; no new job is created.",
-    },
+def send_errors(*, refused: ErrorAnswer, not_permitted: ErrorAnswer) -> dict[int, Any]:
+    """What a send endpoint answers besides 202, for the OpenAPI document."""
+    duplicate = ErrorAnswer("A job with this `idempotencyKey` exists already; no new job is created.", DuplicateRequest)
+    return error_responses(
+        400, 401, 403, 409, 411, 413, 415, 429, descriptions={400: refused, 403: not_permitted, 409: duplicate}
+    )
+
+
+EMAIL_SEND_ERRORS = send_errors(
+    refused=ErrorAnswer(
+        "The body breaks a rule (the message names the field) or is not a JSON object; the sender, or a provider, "
+        "is not one the account may use; or the API key was sent in both headers.",
+        *BODY_REFUSALS,
+        PlatformSenderOnly,
+        SenderOutsideDomain,
+        ProviderNotConfigured,
+        FallbackNotConfigured,
+    ),
+    not_permitted=ErrorAnswer(
+        "The account is inactive, its monthly quota is used up, or its plan or setup does not allow this send.",
+        AccountInactive,
+        QuotaExceeded,
+        RoutingNeedsPaidPlan,
+        PriorityNeedsPaidPlan,
+        ProviderKeyRequired,
+        SendingDomainRequired,
+        SendingDomainPending,
+    ),
 )
-JOB_NOT_FOUND = "No such job among the caller's jobs."
+WEBHOOK_SEND_ERRORS = send_errors(
+    refused=ErrorAnswer(
+        "The body breaks a rule (the message names the field), is not a JSON object, or the API key was sent in "
+        "both headers.",
+        *BODY_REFUSALS,
+    ),
+    not_permitted=ErrorAnswer(
+        "The account is inactive, or its monthly quota is used up.", AccountInactive, QuotaExceeded
+    ),
+)
+JOB_NOT_FOUND = ErrorAnswer("No such job among the caller's jobs.", JobNotFound)
 
 # The job operations a response links to (OpenAPI links), by their operation ids.
 JOB_STATUS, JOB_RETRY = "notifications_jobs_retrieve", "notifications_jobs_retry_create"
@@ -186,7 +233,7 @@ class SendEmailView(SendView):
             "that provider only, `fallback` (which requires `provider`) is tried if it fails."
         ),
         request=InputSerializer,
-        responses={202: JobAcceptedSerializer, **SEND_ERRORS},
+        responses={202: JobAcceptedSerializer, **EMAIL_SEND_ERRORS},
         extensions=SEND_LINKS,
     )
     def post(self, request: Request) -> HttpResponse:
@@ -237,7 +284,7 @@ class SendWebhookView(SendView):
             "stored encrypted and shown to NotifyHub's staff as `***`; Get job status shows it to you as sent."
         ),
         request=InputSerializer,
-        responses={202: JobAcceptedSerializer, **SEND_ERRORS},
+        responses={202: JobAcceptedSerializer, **WEBHOOK_SEND_ERRORS},
         extensions=SEND_LINKS,
     )
     def post(self, request: Request) -> HttpResponse:
@@ -305,7 +352,11 @@ JOB_LIST_PARAMETERS = [
     OpenApiParameter("status", str, enum=JobStatus.values, description="Only jobs in this status"),
 ]
 JOB_LIST_DESCRIPTION = "A page of the caller's jobs, newest first, without payloads or delivery logs. Filters combine."
-JOB_LIST_400 = "A query parameter is invalid (the message names it), or the API key was sent in both headers."
+QUERY_REFUSED = ErrorAnswer(
+    "A query parameter is invalid (the message names it), or the API key was sent in both headers.",
+    ApiKeyInBothHeaders,
+    ValidationFailed,
+)
 
 
 def _job_page(request: Request) -> Response:
@@ -333,7 +384,7 @@ class JobListView(ApiKeyView):
         extensions=response_links(
             200, job_status_link(JOB_STATUS, NEWEST_JOB_ON_PAGE), job_retry_link(JOB_RETRY, NEWEST_JOB_ON_PAGE)
         ),
-        responses={200: JobPageSchema, **error_responses(400, 401, 403, 429, descriptions={400: JOB_LIST_400})},
+        responses={200: JobPageSchema, **error_responses(400, 401, 403, 429, descriptions={400: QUERY_REFUSED})},
     )
     def get(self, request: Request) -> Response:
         return _job_page(request)
@@ -352,7 +403,7 @@ class UserJobListView(AccountHolderView):
         ),
         responses={
             200: JobPageSchema,
-            **error_responses(400, 401, 403, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 400: JOB_LIST_400}),
+            **error_responses(400, 401, 403, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 400: QUERY_REFUSED}),
         },
     )
     def get(self, request: Request) -> Response:
@@ -368,9 +419,13 @@ JOB_RETRY_DESCRIPTION = (
     "and an email keeps its `provider` and `fallback`."
 )
 JOB_RETRY_ERRORS = {
-    400: "A paid account's failed email cannot be retried before a provider key is added, "
-    "or the API key was sent in both headers.",
-    404: "No such job among the caller's jobs, or it is not in `failed` status.",
+    400: ErrorAnswer(
+        "A paid account's failed email cannot be retried before a provider key is added, "
+        "or the API key was sent in both headers.",
+        ApiKeyInBothHeaders,
+        RetryNeedsProviderKey,
+    ),
+    404: ErrorAnswer("No such job among the caller's jobs, or it is not in `failed` status.", JobNotRetryable),
 }
 
 
@@ -447,7 +502,7 @@ class DashboardStatsView(AccountHolderView):
                     ),
                 },
             ),
-            **error_responses(400, 401, 403, 429, descriptions=SESSION_ERROR_DESCRIPTIONS),
+            **error_responses(400, 401, 403, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 400: QUERY_REFUSED}),
         },
     )
     def get(self, request: Request) -> Response:

@@ -8,7 +8,6 @@ from typing import Any, NoReturn
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission, IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,25 +15,55 @@ from rest_framework.response import Response
 from accounts.models import Account
 from accounts.services import account_restore
 from core.api.envelope import iso_utc
-from core.api.schema import error_responses
+from core.api.exceptions import ApiError, CsrfFailed
+from core.api.schema import ErrorAnswer, error_responses
 from core.api.views import ApiView
-from core.errors import NotFound
+from core.errors import AccountNotDeleted, UserNotFound
 from staff.selectors import account_of_user
 from staff.services import account_erase
 
-SIGN_IN_REQUIRED = "Sign in to the admin as staff first; API keys are not accepted here"
-STAFF_ONLY = "Staff only"
+
+class StaffSignInRequired(ApiError):
+    status = 403
+    code = "staff_sign_in_required"
+    message = "Sign in to the admin as staff first; API keys are not accepted here"
+
+
+class StaffOnly(ApiError):
+    """A signed-in user who is not staff (an account holder)."""
+
+    status = 403
+    code = "staff_only"
+    message = "Staff only"
+
+
 MISSING_PERMISSION = "Your staff user lacks the permission {permission}"
-USER_NOT_FOUND = "User not found"
+
+
+class StaffPermissionMissing(ApiError):
+    status = 403
+    code = "staff_permission_missing"
+
+    def __init__(self, *, permission: str) -> None:
+        self.message = MISSING_PERMISSION.format(permission=permission)
+        super().__init__()
+
+
+SIGN_IN_REQUIRED = StaffSignInRequired.message
+STAFF_ONLY = StaffOnly.message
 STAFF_ERRORS = error_responses(
     403,
     404,
     descriptions={
-        403: (
+        403: ErrorAnswer(
             "No staff session (API keys are not accepted), a user who is not staff, a staff user without the "
-            "operation's permission, or a missing CSRF token."
+            "operation's permission, or a missing CSRF token.",
+            StaffSignInRequired,
+            StaffOnly,
+            StaffPermissionMissing,
+            CsrfFailed,
         ),
-        404: "No user with this id has a NotifyHub account.",
+        404: ErrorAnswer("No user with this id has a NotifyHub account.", UserNotFound),
     },
 )
 
@@ -58,16 +87,16 @@ class StaffApiView(ApiView):
         # DRF would answer a missing session with its own words; these name the way in. (Without one,
         # request.user is None: the API sets no anonymous user.)
         if request.user is None or not request.user.is_authenticated:
-            raise PermissionDenied(SIGN_IN_REQUIRED)
+            raise StaffSignInRequired()
         if not request.user.is_staff:
-            raise PermissionDenied(STAFF_ONLY)
-        raise PermissionDenied(MISSING_PERMISSION.format(permission=self.required_permission))
+            raise StaffOnly()
+        raise StaffPermissionMissing(permission=self.required_permission)
 
     @staticmethod
     def account(user_id: int) -> Account:
         account = account_of_user(user_id=user_id)
         if account is None:
-            raise NotFound(USER_NOT_FOUND)
+            raise UserNotFound()
         return account
 
 
@@ -92,7 +121,9 @@ class RestoreUserView(StaffApiView):
                 },
             ),
             **STAFF_ERRORS,
-            **error_responses(411, 409, descriptions={409: "The user's account is not deleted."}),
+            **error_responses(
+                411, 409, descriptions={409: ErrorAnswer("The user's account is not deleted.", AccountNotDeleted)}
+            ),
         },
     )
     def post(self, request: Request, user_id: int) -> Response:

@@ -16,7 +16,7 @@ from accounts.models import Account
 from accounts.services import confirmed_account_required
 from core import sql
 from core.crypto import encrypt
-from core.errors import InvalidRequest
+from core.errors import ResendSecretInvalid, SendGridKeyInvalid, TrackingCredentialNotSettable
 from notifications.models import DeliveryLog, Job
 from webhooks_inbound.events import ReportedEvent
 from webhooks_inbound.models import EmailEvent, TrackingCredentials
@@ -52,7 +52,7 @@ def sendgrid_key_set(*, account: Account, verification_key: str) -> None:
     """Stores the verification key SendGrid shows for its signed event webhook."""
     key = verification_key.strip()
     if sendgrid_public_key(key) is None:
-        raise InvalidRequest("The SendGrid verification key must be the base64 public key SendGrid shows")
+        raise SendGridKeyInvalid()
     credentials = _credentials(account)
     credentials.sendgrid_verification_key = key
     credentials.save(update_fields=["sendgrid_verification_key", "updated_at"])
@@ -62,7 +62,7 @@ def resend_secret_set(*, account: Account, signing_secret: str) -> None:
     """Stores the signing secret (``whsec_...``) Resend shows for the account's webhook."""
     secret = signing_secret.strip()
     if resend_verifier(secret) is None:
-        raise InvalidRequest("The Resend signing secret must be the whsec_... secret Resend shows")
+        raise ResendSecretInvalid()
     credentials = _credentials(account)
     credentials.encrypted_resend_secret = encrypt(secret)
     credentials.save(update_fields=["encrypted_resend_secret", "updated_at"])
@@ -79,7 +79,7 @@ def tracking_credential_set(*, account: Account, provider: str, value: str) -> N
     elif provider == "resend":
         resend_secret_set(account=account, signing_secret=value)
     else:
-        raise InvalidRequest(f"{provider} has no key or secret to set; Postmark's password is generated")
+        raise TrackingCredentialNotSettable(provider=provider)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from django.utils.crypto import constant_time_compare
 
 from accounts.models import Account
 from accounts.throttle import per_minute_hit
-from core.api.envelope import error_response, success_response
+from core.api.envelope import success_response
+from core.api.exceptions import ApiError, MethodNotAllowed, PayloadTooLarge, RateLimited
 from core.crypto import decrypt
 from providers.names import ProviderName
 from webhooks_inbound.events import ReportedEvent, reported_event
@@ -38,7 +39,6 @@ from webhooks_inbound.verification import SIGNATURE_TOLERANCE_SECONDS, is_fresh,
 # other shape surfaces as one of these, and is the sender's mistake, not ours.
 MALFORMED_PAYLOAD = (ValueError, KeyError, TypeError, AttributeError, OverflowError, AnymailConfigurationError)
 BASIC_CHALLENGE = 'Basic realm="NotifyHub provider events"'
-STALE_SIGNATURE = f"The signature timestamp is missing or more than {SIGNATURE_TOLERANCE_SECONDS // 60} minutes old"
 
 # The caps below are above what each provider sends and bound what one request costs (docs/inbound-events.md).
 # SendGrid posts a batch "within approximately 30 seconds or when the batch size reaches 768 kilobytes"
@@ -53,20 +53,63 @@ POSTMARK_MAX_BODY_BYTES = 2_621_440
 SENDGRID_MAX_EVENTS = 10_000
 
 
-class Refused(Exception):
-    """The request is answered with this error and nothing is stored."""
+class CustomerNotFound(ApiError):
+    """The URL's customerId is not a UUID, names no account, or names a deleted one."""
 
-    def __init__(self, status: int, message: str, *, challenge: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.challenge = challenge
+    status = 404
+    code = "customer_not_found"
+    message = "Unknown customerId"
 
-    def response(self) -> HttpResponse:
-        response = error_response(self.status, self.message)
-        if self.challenge:
-            response["WWW-Authenticate"] = self.challenge
-        return response
+
+class EventsNotSetUp(ApiError):
+    """The account has no credential for this provider's events."""
+
+    status = 401
+    code = "events_not_set_up"
+
+    def __init__(self, *, provider: ProviderName) -> None:
+        self.message = f"{provider.label} events are not set up for this account"
+        super().__init__()
+
+
+class BasicAuthInvalid(ApiError):
+    status = 401
+    code = "basic_auth_invalid"
+    message = "Invalid Basic Auth credentials"
+
+
+class SignatureStale(ApiError):
+    """A captured request cannot be replayed later, and a clock far ahead is not trusted either."""
+
+    status = 401
+    code = "signature_stale"
+    message = f"The signature timestamp is missing or more than {SIGNATURE_TOLERANCE_SECONDS // 60} minutes old"
+
+
+class SignatureInvalid(ApiError):
+    status = 401
+    code = "signature_invalid"
+
+    def __init__(self, *, provider: ProviderName) -> None:
+        self.message = f"Invalid {provider.label} signature"
+        super().__init__()
+
+
+class BatchTooLarge(ApiError):
+    status = 413
+    code = "batch_too_large"
+    message = f"A batch must hold at most {SENDGRID_MAX_EVENTS} events"
+
+
+class EventPayloadInvalid(ApiError):
+    """The authenticated body is not what the provider sends."""
+
+    status = 400
+    code = "event_payload_invalid"
+
+    def __init__(self, *, provider: ProviderName) -> None:
+        self.message = f"The body is not a {provider.label} event payload"
+        super().__init__()
 
 
 class EventReceiver(AnymailCoreWebhookView):
@@ -86,13 +129,20 @@ class EventReceiver(AnymailCoreWebhookView):
             account = self.authenticated_account(request, customer_id)
             refuse_over_rate(account)
             events, ignored = self.reported_events(request)
-        except Refused as refusal:
-            return refusal.response()
+        except ApiError as refusal:
+            return self.refused(refusal)
         recorded = events_record(account=account, provider=self.provider, events=events, ignored=ignored)
         return success_response(recorded.as_dict())
 
+    def refused(self, refusal: ApiError) -> HttpResponse:
+        """The refusal answered, nothing stored; a 401 carries the receiver's challenge, if it has one."""
+        response = refusal.response()
+        if refusal.status == 401 and self.challenge:
+            response["WWW-Authenticate"] = self.challenge
+        return response
+
     def http_method_not_allowed(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        response = error_response(405, f'Method "{request.method}" not allowed.')
+        response = MethodNotAllowed(method=str(request.method)).response()
         response["Allow"] = ", ".join(method.upper() for method in self._allowed_methods())
         return response
 
@@ -103,22 +153,20 @@ class EventReceiver(AnymailCoreWebhookView):
         passes here is read capped at this size.
         """
         if int(request.META.get("CONTENT_LENGTH") or 0) > self.max_body_bytes:
-            raise Refused(413, f"Request body must be at most {self.max_body_bytes // 1024} KB")
+            raise PayloadTooLarge(limit_bytes=self.max_body_bytes)
 
     def authenticated_account(self, request: HttpRequest, customer_id: str) -> Account:
         found = receiving_account(customer_id=customer_id)
         if found is None:
-            raise Refused(404, "Unknown customerId")
+            raise CustomerNotFound()
         account, credentials = found
         if not self.use_credentials(credentials):
-            raise Refused(
-                401, f"{self.provider.label} events are not set up for this account", challenge=self.challenge
-            )
+            raise EventsNotSetUp(provider=self.provider)
         try:
             self.run_validators(request)
         # The Svix verifier raises ValueError, not its own error, for a signature header it cannot split or decode.
         except (AnymailWebhookValidationFailure, ValueError):
-            raise Refused(401, f"Invalid {self.provider.label} signature", challenge=self.challenge) from None
+            raise SignatureInvalid(provider=self.provider) from None
         return account
 
     def reported_events(self, request: HttpRequest) -> tuple[list[ReportedEvent], int]:
@@ -129,7 +177,7 @@ class EventReceiver(AnymailCoreWebhookView):
                 reported_event(self.provider, event, received_at=received_at) for event in self.parse_events(request)
             ]
         except MALFORMED_PAYLOAD:
-            raise Refused(400, f"The body is not a {self.provider.label} event payload") from None
+            raise EventPayloadInvalid(provider=self.provider) from None
         events = [event for event in reported if event is not None]
         return events, len(reported) - len(events)
 
@@ -148,7 +196,7 @@ def refuse_over_rate(account: Account) -> None:
     """
     limit: int = settings.PROVIDER_EVENTS_PER_MINUTE
     if not per_minute_hit(scope="provider-events", key=str(account.public_id), limit=limit):
-        raise Refused(429, "Rate limit exceeded")
+        raise RateLimited()
 
 
 class PostmarkEventReceiver(EventReceiver, PostmarkTrackingWebhookView):
@@ -167,7 +215,7 @@ class PostmarkEventReceiver(EventReceiver, PostmarkTrackingWebhookView):
         # Any user name: the customer types both into Postmark, and only the password is secret.
         _, _, password = (get_request_basic_auth(request) or "").partition(":")
         if not constant_time_compare(postmark_password_digest(password), self.password_digest):
-            raise Refused(401, "Invalid Basic Auth credentials", challenge=self.challenge)
+            raise BasicAuthInvalid()
 
 
 class SendGridEventReceiver(EventReceiver, SendGridTrackingWebhookView):
@@ -182,13 +230,13 @@ class SendGridEventReceiver(EventReceiver, SendGridTrackingWebhookView):
 
     def validate_request(self, request: HttpRequest) -> None:
         if not is_fresh(request.headers.get("X-Twilio-Email-Event-Webhook-Timestamp")):
-            raise Refused(401, STALE_SIGNATURE)
+            raise SignatureStale()
 
     def parse_events(self, request: HttpRequest) -> list[AnymailTrackingEvent]:
         """anymail's own two steps, with the batch counted between them: before any event is read."""
         batch = json.loads(request.body.decode("utf-8"))
         if isinstance(batch, list) and len(batch) > SENDGRID_MAX_EVENTS:
-            raise Refused(413, f"A batch must hold at most {SENDGRID_MAX_EVENTS} events")
+            raise BatchTooLarge()
         return [self.esp_to_anymail_event(event) for event in batch]
 
 
@@ -205,7 +253,7 @@ class ResendEventReceiver(EventReceiver, ResendTrackingWebhookView):
 
     def validate_request(self, request: HttpRequest) -> None:
         if not is_fresh(request.headers.get("svix-timestamp")):
-            raise Refused(401, STALE_SIGNATURE)
+            raise SignatureStale()
 
 
 RECEIVERS: dict[str, type[EventReceiver]] = {

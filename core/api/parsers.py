@@ -9,10 +9,9 @@ from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
 from django.conf import settings
-from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
-from core.api.exceptions import PayloadTooLarge
+from core.api.exceptions import ApiError, PayloadTooLarge
 
 # Deeper documents are refused at the door: Python's JSON encoder and decoder recurse, so a
 # body nested near the interpreter's limit would parse here and fail wherever it is encoded.
@@ -21,8 +20,46 @@ MAX_NESTING = 64
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-class NumberOutOfRange(ValueError):
-    pass
+class InvalidJson(ApiError):
+    status = 400
+    code = "invalid_json"
+    message = "Request body must be valid JSON"
+
+
+class BodyNotObject(ApiError):
+    status = 400
+    code = "body_not_object"
+    message = "Request body must be a JSON object"
+
+
+class BodyTooDeep(ApiError):
+    status = 400
+    code = "body_too_deep"
+    message = f"Request body must not be nested more than {MAX_NESTING} levels deep"
+
+
+class NumberOutOfRange(ApiError):
+    """A number too large for a float: it would be stored as infinity, which JSON cannot say."""
+
+    status = 400
+    code = "number_out_of_range"
+
+    def __init__(self, *, number: str) -> None:
+        self.message = f"Request body has a number out of range: {number[:40]}"
+        super().__init__()
+
+
+class InvalidUnicode(ApiError):
+    status = 400
+    code = "invalid_unicode"
+
+    def __init__(self, *, field: str) -> None:
+        self.message = f"{field} must be valid Unicode text (it holds an unpaired surrogate)"
+        super().__init__()
+
+
+# Every way the parser refuses a body, for the operations that take one (their OpenAPI answers).
+PARSER_REFUSALS = (InvalidJson, BodyNotObject, BodyTooDeep, NumberOutOfRange, InvalidUnicode)
 
 
 def _reject_constant(name: str) -> float:
@@ -32,7 +69,7 @@ def _reject_constant(name: str) -> float:
 def _finite_float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
-        raise NumberOutOfRange(text)
+        raise NumberOutOfRange(number=text)
     return value
 
 
@@ -54,13 +91,13 @@ class JSONObjectParser(BaseParser):
         limit = settings.API_MAX_BODY_BYTES
         raw = stream.read(limit + 1)
         if len(raw) > limit:
-            raise PayloadTooLarge(f"Request body must be at most {limit // 1024} KB")
+            raise PayloadTooLarge(limit_bytes=limit)
         data = _decode(raw)
         if not isinstance(data, dict):
-            raise ParseError("Request body must be a JSON object")
+            raise BodyNotObject()
         # Counting brackets is cheap; only a body with many of them needs its depth measured.
         if raw.count(b"[") + raw.count(b"{") > MAX_NESTING and _depth(data) > MAX_NESTING:
-            raise ParseError(f"Request body must not be nested more than {MAX_NESTING} levels deep")
+            raise BodyTooDeep()
         if SURROGATE_ESCAPE.search(raw):
             _reject_unpaired_surrogates(data)
         return data
@@ -69,12 +106,10 @@ class JSONObjectParser(BaseParser):
 def _decode(raw: bytes) -> Any:
     try:
         return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
-    except NumberOutOfRange as error:
-        raise ParseError(f"Request body has a number out of range: {str(error)[:40]}") from None
     except RecursionError:
-        raise ParseError(f"Request body must not be nested more than {MAX_NESTING} levels deep") from None
+        raise BodyTooDeep() from None
     except (ValueError, UnicodeDecodeError):
-        raise ParseError("Request body must be valid JSON") from None
+        raise InvalidJson() from None
 
 
 def _children(value: Any) -> list[Any]:
@@ -109,4 +144,4 @@ def _reject_unpaired_surrogates(data: dict[str, Any]) -> None:
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError:
-                raise ParseError(f"{name} must be valid Unicode text (it holds an unpaired surrogate)") from None
+                raise InvalidUnicode(field=name) from None

@@ -20,17 +20,40 @@ from drf_spectacular.plumbing import build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 
+from core.api.exceptions import (
+    ApiKeyInBothHeaders,
+    ApiKeyInvalid,
+    ApiKeyMissing,
+    AuthenticationRequired,
+    CsrfFailed,
+    LengthRequired,
+    PayloadTooLarge,
+    RateLimited,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
 from core.api.fields import text_pattern
+from core.api.parsers import PARSER_REFUSALS
+from core.errors import AccountInactive, AccountMissing, CodedError
 
 if TYPE_CHECKING:
     from drf_spectacular.openapi import AutoSchema
 
 TIMESTAMP = {"type": "string", "format": "date-time", "example": "2026-11-21T10:04:05.123Z"}
+CODE_PATTERN = "^[a-z][a-z0-9]*(_[a-z0-9]+)*$"
 ERROR_ENVELOPE = {
     "type": "object",
     "properties": {
         "success": {"type": "boolean", "enum": [False]},
-        "error": {"type": "string"},
+        "error": {"type": "string", "description": "What went wrong, in words for people: show it, never parse it."},
+        "code": {
+            "type": "string",
+            "pattern": CODE_PATTERN,
+            "example": "job_not_found",
+            "description": "The condition's stable name, for a program to branch on: a code never changes meaning. "
+            "Each error answer lists the codes it carries. Any request may also be answered `internal_error` (500), "
+            "or `service_unavailable` (503, with `Retry-After`) while a service NotifyHub needs is down.",
+        },
         "details": {
             "type": "object",
             "additionalProperties": {"type": "string"},
@@ -38,37 +61,63 @@ ERROR_ENVELOPE = {
         },
         "timestamp": TIMESTAMP,
     },
-    "required": ["success", "error", "timestamp"],
+    "required": ["success", "error", "code", "timestamp"],
 }
 
-# What each error status means, as a client reads it; an operation may word one more precisely.
-ERROR_DESCRIPTIONS: dict[int, str] = {
-    400: "The API key was sent in both `X-API-Key` and `Authorization`; send it in one.",
-    401: "The API key is missing or invalid.",
-    403: "The API key's account is inactive or deleted.",
-    404: "Not found.",
-    409: "The request clashes with what already exists.",
-    411: "The body was sent chunked; send it with a `Content-Length` header.",
-    413: "The request body is too large.",
-    415: "The request body is not `application/json`.",
-    429: "The API key's rate limit for the rolling minute is used up. No `Retry-After` is sent.",
-    502: "A provider refused the request or could not be reached.",
+
+class ErrorAnswer:
+    """What an error status means for an operation, and the conditions it may answer (their codes are listed)."""
+
+    def __init__(self, description: str, *conditions: type[CodedError]) -> None:
+        self.description = description
+        self.conditions = conditions
+
+    def described(self) -> str:
+        codes = ", ".join(f"`{condition.code}`" for condition in self.conditions)
+        return f"{self.description}\n\n`code`: {codes}."
+
+
+# What each error status means, as a client reads it; an operation may answer one more precisely.
+ERROR_DESCRIPTIONS: dict[int, ErrorAnswer] = {
+    400: ErrorAnswer(
+        "The API key was sent in both `X-API-Key` and `Authorization`; send it in one.", ApiKeyInBothHeaders
+    ),
+    401: ErrorAnswer("The API key is missing or invalid.", ApiKeyMissing, ApiKeyInvalid),
+    403: ErrorAnswer("The API key's account is inactive or deleted.", AccountInactive),
+    411: ErrorAnswer("The body was sent chunked; send it with a `Content-Length` header.", LengthRequired),
+    413: ErrorAnswer("The request body is too large.", PayloadTooLarge),
+    415: ErrorAnswer("The request body is not `application/json`.", UnsupportedMediaType),
+    429: ErrorAnswer(
+        "The API key's rate limit for the rolling minute is used up. No `Retry-After` is sent.", RateLimited
+    ),
 }
+# A body's refusals before any rule of the operation: its fields, or the body itself; and both key headers.
+BODY_REFUSALS: tuple[type[CodedError], ...] = (ApiKeyInBothHeaders, ValidationFailed, *PARSER_REFUSALS)
 # For the account holder's endpoints, which take the dashboard's session as well as an API key.
-SESSION_ERROR_DESCRIPTIONS: dict[int, str] = {
-    401: "Neither a signed-in session nor an API key was sent, or the API key is invalid.",
-    403: "The account is inactive or deleted, or the signed-in user has no NotifyHub account. "
-    "With a session, a POST or DELETE also needs the CSRF token.",
+SESSION_REFUSALS: tuple[type[CodedError], ...] = (AccountInactive, AccountMissing, CsrfFailed)
+SESSION_ERROR_DESCRIPTIONS: dict[int, ErrorAnswer] = {
+    401: ErrorAnswer(
+        "Neither a signed-in session nor an API key was sent, or the API key is invalid.",
+        AuthenticationRequired,
+        ApiKeyInvalid,
+    ),
+    403: ErrorAnswer(
+        "The account is inactive or deleted, or the signed-in user has no NotifyHub account. "
+        "With a session, a POST or DELETE also needs the CSRF token.",
+        *SESSION_REFUSALS,
+    ),
 }
 
 
-def error_responses(*codes: int, descriptions: Mapping[int, str] | None = None) -> dict[int, OpenApiResponse]:
-    """The error answers of one operation, for ``@extend_schema(responses=...)``.
+def error_responses(
+    *statuses: int, descriptions: Mapping[int, ErrorAnswer] | None = None
+) -> dict[int, OpenApiResponse]:
+    """The error answers of one operation, for ``@extend_schema(responses=...)``, each listing its codes.
 
     Each gets the error envelope's schema from :func:`wrap_responses_in_envelope`.
     """
-    described = {**ERROR_DESCRIPTIONS, **(descriptions or {})}
-    return {code: OpenApiResponse(description=described[code]) for code in sorted(codes)}
+    answers = {**ERROR_DESCRIPTIONS, **(descriptions or {})}
+    return {status: OpenApiResponse(description=answers[status].described()) for status in sorted(statuses)}
 
 
 _API_KEY_DESCRIPTION = "An API key: `nh_` and 64 lowercase hexadecimal characters. Send it in one header only."

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.conf import settings
 from django.http import HttpResponse
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api.envelope import error_response, success_response
+from core.api.envelope import success_response
+from core.api.exceptions import ApiError
 from core.api.fields import OneOfField
+from core.api.schema import ErrorAnswer, error_responses
 from core.api.views import ApiView
 from core.health import OK, STATUSES, health_check
 from core.public_url import public_url
@@ -25,6 +29,17 @@ class PublicView(ApiView):
     authentication_classes = []
     permission_classes = []
     throttle_classes = []
+
+
+class Unhealthy(ApiError):
+    """The health check: a part the service stands on does not answer; the message names each."""
+
+    status = 503
+    code = "unhealthy"
+
+    def __init__(self, *, down: Sequence[str]) -> None:
+        self.message = f"Service unavailable: {', '.join(down)}"
+        super().__init__()
 
 
 def _part_status() -> OneOfField:
@@ -44,9 +59,15 @@ class HealthView(PublicView):
                 "Health",
                 {"status": OneOfField(choices=[OK]), "database": _part_status(), "broker": _part_status()},
             ),
-            503: OpenApiResponse(
-                description="A part is down: the message names it (`Service unavailable: database`), and "
-                "`details` gives each part's status, `ok` or `down`."
+            **error_responses(
+                503,
+                descriptions={
+                    503: ErrorAnswer(
+                        "A part is down: the message names it (`Service unavailable: database`), and "
+                        "`details` gives each part's status, `ok` or `down`.",
+                        Unhealthy,
+                    )
+                },
             ),
         },
     )
@@ -54,7 +75,7 @@ class HealthView(PublicView):
         parts = health_check()
         down = [part for part, status in parts.items() if status != OK]
         if down:
-            return error_response(503, f"Service unavailable: {', '.join(down)}", details=parts)
+            return Unhealthy(down=down).response(details=parts)
         return success_response({"status": OK, **parts})
 
 

@@ -13,14 +13,22 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request, server_error
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.exceptions import APIException
+from rest_framework import exceptions
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from core.api.envelope import error_response
-from core.unavailable import RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, is_service_fault, log_service_fault
+from core.api.exceptions import (
+    BadRequest,
+    CsrfFailed,
+    InternalError,
+    LengthRequired,
+    PathNotFound,
+    ServiceUnavailable,
+    first_message,
+)
+from core.unavailable import RETRY_AFTER_SECONDS, is_service_fault, log_service_fault
 
 
 class EnvelopeNegotiation(DefaultContentNegotiation):
@@ -42,11 +50,6 @@ class EnvelopeNegotiation(DefaultContentNegotiation):
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 
 
-class LengthRequired(APIException):
-    status_code = 411
-    default_detail = "Send the request body with a Content-Length header, not chunked"
-
-
 class ApiView(APIView):
     """The base of every API endpoint: the envelope, and the error handler's messages."""
 
@@ -62,6 +65,14 @@ class ApiView(APIView):
         ):
             raise LengthRequired()
         super().initial(request, *args, **kwargs)
+
+    def perform_authentication(self, request: Request) -> None:
+        try:
+            super().perform_authentication(request)
+        except exceptions.PermissionDenied as refusal:
+            # DRF's session authentication refuses an unsafe request without its CSRF token with this, and no
+            # authenticator refuses with it otherwise: the API key's refusals are the API's own conditions.
+            raise CsrfFailed(reason=first_message(refusal.detail)) from None
 
 
 class SchemaView(SpectacularAPIView):
@@ -82,7 +93,7 @@ class SchemaView(SpectacularAPIView):
 @csrf_exempt
 def api_not_found(request: HttpRequest, path: str) -> HttpResponse:
     """Any path under /api/ that no route matched, whatever the method: a 404 in the envelope."""
-    return error_response(404, "Not found")
+    return PathNotFound().response()
 
 
 def _is_api(request: HttpRequest) -> bool:
@@ -90,7 +101,7 @@ def _is_api(request: HttpRequest) -> bool:
 
 
 def handle_bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    return error_response(400, "Bad request") if _is_api(request) else bad_request(request, exception)
+    return BadRequest().response() if _is_api(request) else bad_request(request, exception)
 
 
 def handle_server_error(request: HttpRequest) -> HttpResponse:
@@ -99,13 +110,13 @@ def handle_server_error(request: HttpRequest) -> HttpResponse:
     if is_service_fault(error):
         assert error is not None
         return service_unavailable(request, error)
-    return error_response(500, "Internal server error") if _is_api(request) else server_error(request)
+    return InternalError().response() if _is_api(request) else server_error(request)
 
 
 def service_unavailable(request: HttpRequest, error: BaseException) -> HttpResponse:
     log_service_fault(error)
     if _is_api(request):
-        response: HttpResponse = error_response(503, UNAVAILABLE_MESSAGE)
+        response: HttpResponse = ServiceUnavailable().response()
     else:
         response = HttpResponse(render_to_string("503.html"), status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)

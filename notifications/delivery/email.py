@@ -11,16 +11,11 @@ from __future__ import annotations
 import time
 
 from accounts.selectors import provider_credentials
-from core.errors import DomainError, InvalidRequest, SendingNotReady
+from core.errors import DomainError, ProviderKeyRequired, ProviderNotConfigured
 from domains.services import sender_address
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.models import Job
-from notifications.services import (
-    NO_PROVIDER_MESSAGE,
-    platform_routes,
-    platform_sender,
-    provider_not_configured_message,
-)
+from notifications.services import platform_routes, platform_sender
 from providers.base import OutgoingEmail, build_message
 from providers.failover import Route, send_with_failover
 from providers.registry import get_provider
@@ -59,12 +54,12 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
 def _account_routes(job: Job) -> list[Route]:
     credentials = provider_credentials(account=job.account)
     if not credentials:
-        raise SendingNotReady(NO_PROVIDER_MESSAGE)
+        raise ProviderKeyRequired()
     if job.provider is None:
         return [Route(get_provider(name), key) for name, key in credentials.items()]
     forced = [job.provider, *([job.fallback] if job.fallback else [])]
     if job.provider not in credentials:
-        raise InvalidRequest(provider_not_configured_message(job.provider))
+        raise ProviderNotConfigured(provider=job.provider)
     return [Route(get_provider(name), credentials[name]) for name in forced if name in credentials]
 
 

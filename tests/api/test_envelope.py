@@ -1,17 +1,26 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.api.test_ping import ISO_MILLIS
 from tests.clients import APIClient
 from tests.conftest import Client
 
+# A condition's code: snake_case, stable (docs/errors.md).
+CODE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 
-def assert_error(response: object, status: int, message: str) -> None:
+
+def assert_error(response: object, status: int, message: str, code: str | None = None) -> None:
+    """The envelope of an error: its status and message, and a code (``code`` when given)."""
     assert response.status_code == status  # type: ignore[attr-defined]
     body = response.json()  # type: ignore[attr-defined]
-    assert body == {"success": False, "error": message, "timestamp": body["timestamp"]}
+    assert body == {"success": False, "error": message, "code": body["code"], "timestamp": body["timestamp"]}
     assert ISO_MILLIS.fullmatch(body["timestamp"])
+    assert CODE.fullmatch(body["code"]), body["code"]
+    if code is not None:
+        assert body["code"] == code
 
 
 @pytest.mark.parametrize("method", ["get", "post", "delete"])

@@ -346,7 +346,7 @@ def test_each_operation_lists_the_errors_it_answers(schema: dict[str, Any], path
     for code in errors:
         assert responses[str(code)]["description"]
         assert json_body(responses[str(code)]) == {"$ref": "#/components/schemas/ErrorEnvelope"}
-    assert set(component(schema, "ErrorEnvelope")["required"]) == {"success", "error", "timestamp"}
+    assert set(component(schema, "ErrorEnvelope")["required"]) == {"success", "error", "code", "timestamp"}
 
 
 def _texts(node: Any, where: str = "") -> Iterator[tuple[str, str]]:
