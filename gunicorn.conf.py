@@ -15,7 +15,7 @@ if os.environ.get("REDIS_URL"):
     # the kernel's accept queue first come, first served. gthread workers take keep-alive
     # connections greedily (9, 4, 2 and 1 of 16 across 4 workers were seen), so requests
     # queued behind one busy worker: sync workers kept the tail latency lower at the same or
-    # better throughput (bench/README.md). Sync workers want a proxy in front that buffers slow clients
+    # better throughput (bench/RESULTS.md). Sync workers want a proxy in front that buffers slow clients
     # (nginx, or a load balancer), as gunicorn's documentation says.
     worker_class = "sync"
     workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2))

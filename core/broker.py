@@ -3,7 +3,7 @@
 RedisTransport: kombu builds a new redis-py client object for every command a channel sends
 outside its consumer loop (a publish, every late acknowledgement), and redis-py copies its table
 of response callbacks into each one; on the delivery path that was a measurable share of each
-delivery (bench/README.md). A client draws a pooled connection per command and gives it back,
+delivery (docs/departures.md). A client draws a pooled connection per command and gives it back,
 so one client per channel serves every caller of that channel safely.
 
 FileTransport: kombu's filesystem transport, made safe for several processes at once.

@@ -2,7 +2,7 @@
 
 An API client authenticates every request with its key and keeps no cookies, so sessions,
 CSRF tokens, the auth middleware's lazy user, the messages framework and clickjacking
-headers do nothing for it but cost time on every request (bench/README.md). The same holds
+headers do nothing for it but cost time on every request (docs/departures.md). The same holds
 for a provider posting events to /api/v1/webhooks/, which proves itself with its own
 credential, and for the probes and scrapers of the health check, the service's info and the
 metrics, which need no credential or a token of their own. Such requests go to a handler built with
@@ -19,7 +19,6 @@ from typing import Any
 from django.conf import settings
 from django.core.handlers.base import BaseHandler
 from django.core.handlers.wsgi import WSGIHandler
-from django.test.utils import override_settings
 
 from core.api.headers import header_api_key
 
@@ -44,10 +43,14 @@ class ApiKeyMiddlewareMixin(BaseHandler):
     """For a Django handler class: build the chain from ``settings.API_KEY_MIDDLEWARE``."""
 
     def load_middleware(self, is_async: bool = False) -> None:
-        # Django builds a handler's chain from settings.MIDDLEWARE alone, so the list is
-        # swapped for this one call, made once when the handler starts.
-        with override_settings(MIDDLEWARE=settings.API_KEY_MIDDLEWARE):
+        # Django builds a handler's chain from settings.MIDDLEWARE alone, so the list is swapped for this one call,
+        # made once when the handler starts, before it serves anything.
+        site_chain = settings.MIDDLEWARE
+        settings.MIDDLEWARE = settings.API_KEY_MIDDLEWARE
+        try:
             super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = site_chain
 
 
 class ApiKeyWSGIHandler(ApiKeyMiddlewareMixin, WSGIHandler):

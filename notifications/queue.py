@@ -73,7 +73,7 @@ def _publish(producer: Producer, *, job_id: UUID, priority: int, countdown: floa
 
     What `app.send_task` does for this one task, without its per-call work: a producer taken
     from the pool and given back, routing, queue declaration and configuration lookups
-    (bench/README.md). The message is Celery's own, built by ``app.amqp``, so any worker reads it.
+    (docs/departures.md). The message is Celery's own, built by ``app.amqp``, so any worker reads it.
     """
     task_id = str(uuid4())
     args = (str(job_id),)

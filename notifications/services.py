@@ -276,7 +276,7 @@ def finished_jobs_purge(*, finished_before: datetime, batch_size: int = 1000) ->
     (account, status, created_at) index (a job is created before it finishes, so created_at bounds the walk and
     finished_at decides). A day's jobs of every account share the table's pages: taking days before accounts
     rewrites a page within seconds, where a whole run account by account rewrote it once per account, after each
-    checkpoint as a full page in the WAL (bench/README.md, "purge"). A run stopped between batches is finished by
+    checkpoint as a full page in the WAL (bench/RESULTS.md, "purge"). A run stopped between batches is finished by
     running it again: what it deleted is gone, what it did not is still there.
     """
     finished = finished_jobs(finished_before=finished_before)

@@ -133,7 +133,7 @@ elif _database["ENGINE"] == "django.db.backends.postgresql":
     _database["CONN_HEALTH_CHECKS"] = True
     # Parameters travel apart from the SQL, and a statement run five times on one connection is
     # prepared once: the server stops parsing and planning the accept path's statements
-    # (bench/README.md). A pooler in transaction mode needs
+    # (bench/RESULTS.md). A pooler in transaction mode needs
     # prepared statement support (PgBouncer 1.21+, max_prepared_statements) or
     # DATABASE_PREPARED_STATEMENTS=false.
     _database["OPTIONS"] = {

@@ -90,3 +90,14 @@ def test_the_shell_holds_only_the_project_files() -> None:
     modules = sorted(path.name for path in (ROOT / SHELL).glob("*.py"))
 
     assert modules == ["__init__.py", "celery.py", "settings.py", "urls.py", "wsgi.py"]
+
+
+def test_the_running_service_imports_nothing_of_djangos_test_tools() -> None:
+    imported = sorted(
+        f"{path.relative_to(ROOT)} -> {module}"
+        for package in LAYER
+        for path, module in _imports(package)
+        if module == "django.test" or module.startswith("django.test.")
+    )
+
+    assert imported == []

@@ -16,7 +16,7 @@ RECEIVER_SLUGS = {ProviderName.POSTMARK: "postmark", ProviderName.SENDGRID: "sen
 
 
 # Every provider event starts here, so the account and its credentials come in one plain
-# statement: compiling the ORM's select_related cost more than running it (bench/README.md).
+# statement: compiling the ORM's select_related cost more than running it (docs/departures.md).
 # Off the framework's road: docs/departures.md, "raw-sql-receivers".
 RECEIVING_ACCOUNT_SQL = f"""
     SELECT {sql.columns(Account, "a")}, {sql.columns(TrackingCredentials, "c")}

@@ -98,7 +98,7 @@ class Recorded:
 
 # Providers post events one at a time as fast as they happen (Postmark) or a thousand at once
 # (SendGrid): the lookups and the insert are written out, as the ORM spent longer compiling these
-# statements than the database spent running them (bench/README.md, "events").
+# statements than the database spent running them (docs/departures.md).
 # Off the framework's road: docs/departures.md, "raw-sql-receivers".
 JOBS_BY_ID_SQL = f"""
     SELECT {sql.quote("id")} FROM {sql.table(Job)} WHERE {sql.quote("account_id")} = %s AND {sql.quote("id")} IN ({{}})

@@ -12,7 +12,7 @@ FieldT = TypeVar("FieldT", bound=serializers.Field)
 # A serializer that checks a request's body or query string, cheaply enough for the send path.
 #
 # DRF gives each serializer instance deep copies of the declared fields, a cost every send
-# pays (bench/README.md). A serializer needs
+# pays (docs/departures.md). A serializer needs
 # fields of its own only because binding sets their name and parent; nothing else in a
 # field changes after construction, so a shallow clone serves.
 # (A comment, not a docstring: drf-spectacular would show a docstring to API clients.)

@@ -2,7 +2,7 @@
 
 With CONN_HEALTH_CHECKS, Django checks a persistent connection before the first query of every
 request and task by sending ``SELECT 1``: a round trip, and a statement for the server to run,
-on every request of the accept path (bench/README.md).
+on every request of the accept path (docs/departures.md).
 
 A persistent connection goes bad when the server ends it (a restart or shutdown,
 ``pg_terminate_backend``, an idle timeout) or when the network drops it. When the server ends a
