@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +35,6 @@ UNDER_ATTACK_RATE = "10/15m"
 # Sign-up and password reset each send an email: an hour's few are plenty for a person.
 EMAILING_RATE = "5/h"
 
-Key = Callable[[str, HttpRequest], str]
-
 
 @dataclass(frozen=True)
 class Count:
@@ -50,38 +47,28 @@ class Count:
         return self.count >= self.limit
 
 
-def _count(request: HttpRequest, group: str, key: Key, *, rate: str, increment: bool) -> Count:
-    usage = get_usage(request, group=group, key=key, rate=rate, increment=increment)
+def _count(request: HttpRequest, group: str, key: str, *, rate: str, increment: bool) -> Count:
+    usage = get_usage(request, group=group, key=lambda group, request: key, rate=rate, increment=increment)
     # django-ratelimit answers None only when it is switched off (RATELIMIT_ENABLE): nothing is counted then.
     if usage is None:
         return Count(count=0, limit=1, seconds_left=0)
     return Count(count=usage["count"], limit=usage["limit"], seconds_left=usage["time_left"])
 
 
-def _network_key(name: str) -> Key:
-    return lambda group, request: client_network(request)
+def _counted_keys(request: HttpRequest, name: str) -> dict[str, str]:
+    """What each count is kept under: the client's network, the username (or address) typed, and the two."""
+    network, name = client_network(request), name.strip().lower()
+    return {"pair": f"{network} {name}", "network": network, "username": name}
 
 
-def _username_key(name: str) -> Key:
-    return lambda group, request: name
-
-
-def _pair_key(name: str) -> Key:
-    return lambda group, request: f"{client_network(request)} {name}"
-
-
-SIGN_IN_COUNTS: dict[str, tuple[Callable[[str], Key], str]] = {
-    "pair": (_pair_key, PAIR_RATE),
-    "network": (_network_key, NETWORK_RATE),
-    "username": (_username_key, UNDER_ATTACK_RATE),
-}
+SIGN_IN_RATES = {"pair": PAIR_RATE, "network": NETWORK_RATE, "username": UNDER_ATTACK_RATE}
 
 
 def _sign_in_counts(request: HttpRequest, username: str, *, increment: bool) -> dict[str, Count]:
-    name = username.strip().lower()
+    keys = _counted_keys(request, username)
     return {
-        kind: _count(request, f"sign-in-{kind}", key(name), rate=rate, increment=increment)
-        for kind, (key, rate) in SIGN_IN_COUNTS.items()
+        kind: _count(request, f"sign-in-{kind}", keys[kind], rate=rate, increment=increment)
+        for kind, rate in SIGN_IN_RATES.items()
     }
 
 
@@ -107,10 +94,10 @@ def sign_in_refusal(request: HttpRequest, username: str, *, who: str) -> HttpRes
 def attempt_refusal(request: HttpRequest, action: str, email: str) -> HttpResponse | None:
     """Counts this attempt at ``action`` (each sends an email); the 429 page when this network or address made too
     many."""
-    address = email.strip().lower()
+    keys = _counted_keys(request, email)
     counts = [
-        _count(request, f"{action}-{kind}", key(address), rate=EMAILING_RATE, increment=True)
-        for kind, key in (("network", _network_key), ("username", _username_key))
+        _count(request, f"{action}-{kind}", keys[kind], rate=EMAILING_RATE, increment=True)
+        for kind in ("network", "username")
     ]
     wait = max((count.seconds_left for count in counts if count.count > count.limit), default=0)
     reason = "There have been too many requests for this address or from your network."
