@@ -193,14 +193,19 @@ def test_a_sign_up_for_an_unconfirmed_address_starts_the_account_over(browser: B
     assert "Wrong email or password." in page_text(refused)
 
 
-def test_an_unconfirmed_account_keeps_no_settings(browser: Browser) -> None:
+@pytest.mark.parametrize(
+    ("action", "kept"),
+    [("generate-signing-secret", SigningSecret), ("generate-postmark-password", TrackingCredentials)],
+    ids=["signing-secret", "event-tracking-credential"],
+)
+def test_an_unconfirmed_account_keeps_no_settings(browser: Browser, action: str, kept: Any) -> None:
     sign_up(browser)
     browser.post("/login/", {"username": "ada@example.com", "password": PASSWORD})
 
-    refused = browser.post("/dashboard/webhooks/", {"action": "generate-signing-secret"}, follow=True)
+    refused = browser.post("/dashboard/webhooks/", {"action": action}, follow=True)
 
     assert "Until then this account keeps no settings." in page_text(refused)
-    assert not SigningSecret.objects.exists()
+    assert not kept.objects.exists()
 
 
 def test_emailed_links_are_built_on_public_url_whatever_the_host_header(browser: Browser, settings: Any) -> None:
@@ -445,13 +450,3 @@ def test_the_free_home_page_names_the_platform_sender(browser: Browser, free: Cl
 
     assert "emails go out from noreply@mail.notifyhub.example." in text
     assert "Free" in text
-
-
-def test_an_unconfirmed_account_sets_no_event_tracking_credential(browser: Browser) -> None:
-    sign_up(browser)
-    browser.post("/login/", {"username": "ada@example.com", "password": PASSWORD})
-
-    generated = browser.post("/dashboard/webhooks/", {"action": "generate-postmark-password"}, follow=True)
-
-    assert "Until then this account keeps no settings." in page_text(generated)
-    assert not TrackingCredentials.objects.exists()
