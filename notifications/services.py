@@ -14,38 +14,25 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
-from accounts.selectors import configured_providers, signing_secret_get
+from accounts.selectors import signing_secret_get
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
-from core.errors import (
-    EmailNotSent,
-    FallbackNotConfigured,
-    JobNotRetryable,
-    PlatformSenderOnly,
-    PriorityNeedsPaidPlan,
-    ProviderKeyRequired,
-    ProviderNotConfigured,
-    RetryNeedsProviderKey,
-    RoutingNeedsPaidPlan,
-    UrlNotPublic,
-)
-from domains.services import sender_address
-from notifications import store
+from core.errors import EmailNotSent, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
 from notifications.delivery.http import is_local_target, split_credentials
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import build_headers
 from notifications.delivery.webhook import send as send_webhook
 from notifications.delivery.wire import json_bytes
+from notifications.engine import store
+from notifications.engine.queue import job_enqueue
 from notifications.models import Job, JobStatus, JobType
 from notifications.observability import job_accepted
-from notifications.queue import job_enqueue
+from notifications.routing import email_needs_provider_key, email_routing_check, platform_routes, platform_sender
 from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
-from providers.base import Credentials, OutgoingEmail, build_message
-from providers.failover import Route, send_with_failover
-from providers.registry import get_provider
+from providers.base import OutgoingEmail, build_message
+from providers.failover import send_with_failover
 
-NO_PROVIDER_MESSAGE = ProviderKeyRequired.message
 REQUEUED_MESSAGE = "Job has been re-queued for processing"
 NOT_RETRYABLE_MESSAGE = JobNotRetryable.message
 
@@ -53,18 +40,6 @@ NOT_RETRYABLE_MESSAGE = JobNotRetryable.message
 def _requeue_time() -> datetime:
     """When the sweeper should re-send a queued job's task, in case the broker lost it."""
     return timezone.now() + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS)
-
-
-def platform_sender() -> str:
-    return f"noreply@{settings.PLATFORM_DOMAIN}"
-
-
-def platform_routes() -> list[Route]:
-    """The platform's own providers in order (PLATFORM_PROVIDERS); none on a local run."""
-    return [
-        Route(get_provider(name), Credentials(api_key=settings.PLATFORM_PROVIDER_KEYS[name]))
-        for name in settings.PLATFORM_PROVIDERS
-    ]
 
 
 def platform_email_send(*, to: str, subject: str, html: str) -> None:
@@ -86,26 +61,6 @@ def platform_email_send(*, to: str, subject: str, html: str) -> None:
         raise EmailNotSent(reason=result.error_message)
 
 
-def _check_free_plan_email(*, sender: str | None, priority: int | None, provider: str | None) -> None:
-    if provider is not None:
-        raise RoutingNeedsPaidPlan()
-    if priority is not None:
-        raise PriorityNeedsPaidPlan()
-    if sender is not None and sender.lower() != platform_sender():
-        raise PlatformSenderOnly(sender=sender, platform_sender=platform_sender())
-
-
-def _check_paid_plan_email(*, account: Account, sender: str | None, provider: str | None, fallback: str | None) -> None:
-    configured = configured_providers(account=account)
-    if not configured:
-        raise ProviderKeyRequired()
-    if provider is not None and provider not in configured:
-        raise ProviderNotConfigured(provider=provider)
-    if fallback is not None and fallback not in configured:
-        raise FallbackNotConfigured(provider=fallback)
-    sender_address(account=account, requested=sender)
-
-
 def email_job_create(
     *,
     account: Account,
@@ -118,10 +73,7 @@ def email_job_create(
     fallback: str | None = None,
     idempotency_key: str | None = None,
 ) -> Job:
-    if account.limits.is_paid:
-        _check_paid_plan_email(account=account, sender=sender, provider=provider, fallback=fallback)
-    else:
-        _check_free_plan_email(sender=sender, priority=priority, provider=provider)
+    email_routing_check(account=account, sender=sender, priority=priority, provider=provider, fallback=fallback)
     payload: dict[str, Any] = {"to": to, "subject": subject, "body": body}
     if sender is not None:
         payload["from"] = sender
@@ -201,18 +153,13 @@ def job_retry(*, account: Account, job_id: str) -> Job:
     if parsed_id is None:
         raise JobNotRetryable()
     failed = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).only("type").first()
-    if failed and failed.type == JobType.EMAIL and _email_needs_provider_key(account):
+    if failed and failed.type == JobType.EMAIL and email_needs_provider_key(account):
         raise RetryNeedsProviderKey()
     job = store.requeue_failed(account=account, job_id=parsed_id, requeue_at=_requeue_time())
     if job is None:
         raise JobNotRetryable()
     transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job
-
-
-def _email_needs_provider_key(account: Account) -> bool:
-    """A paid account without a provider key: its email could only fail again, so it is not retried."""
-    return account.limits.is_paid and not configured_providers(account=account)
 
 
 @dataclass(frozen=True)
@@ -241,7 +188,7 @@ def failed_jobs_retry(
     accounts = [account] if account else Account.objects.filter(is_active=True, deleted_at__isnull=True).order_by("id")
     for holder in accounts:
         failed = failed_jobs(account=holder, job_type=job_type, created_since=created_since)
-        if _email_needs_provider_key(holder):
+        if email_needs_provider_key(holder):
             if skipped := failed.filter(type=JobType.EMAIL).count():
                 yield RetriedBatch(requeued=0, skipped=skipped)
             failed = failed.filter(type=JobType.WEBHOOK)

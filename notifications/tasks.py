@@ -10,8 +10,8 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from notifications.processing import ClaimUnavailable, job_process, jobs_sweep
-from notifications.queue import DELIVER_TASK
+from notifications.engine.processing import ClaimUnavailable, job_process, jobs_sweep
+from notifications.engine.queue import DELIVER_TASK
 from notifications.services import finished_jobs_purge
 
 logger = logging.getLogger(__name__)

@@ -43,7 +43,7 @@ def recycle_stale_connections(**kwargs: Any) -> None:
     close_old_connections()
 
 
-# notifications.queue.DELIVER_TASK: its module needs the apps loaded, and this one loads before them.
+# notifications.engine.queue.DELIVER_TASK: its module needs the apps loaded, and this one loads before them.
 DELIVER_TASK = "notifications.deliver_job"
 # A running task's log context, by task id, from its prerun signal to its postrun one.
 _log_contexts: dict[str, LogContextToken] = {}

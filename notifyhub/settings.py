@@ -161,7 +161,7 @@ CELERY_BROKER_URL = REDIS_URL or "filesystem://localhost/"  # kombu warns on eve
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object]
 if REDIS_URL:
     CELERY_BROKER_TRANSPORT = "core.broker:RedisTransport"
-    # Broker priorities 0 (first) .. 9; notifications.queue maps job priorities onto them.
+    # Broker priorities 0 (first) .. 9; notifications.engine.queue maps job priorities onto them.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"queue_order_strategy": "priority", "priority_steps": [0, 5, 9]}
 else:
     CELERY_BROKER_TRANSPORT = "core.broker:FileTransport"
@@ -351,7 +351,7 @@ WEBHOOK_TRUST_LISTENER = DEBUG or EMBEDDED_MODE
 # listener is not trusted.
 WEBHOOK_LOCAL_TARGET_FILE = str(VAR_DIR / "listen" / "listener.json") if WEBHOOK_TRUST_LISTENER else None
 # How long a claim holds a job; past it, another worker may take over. The worker renews it while the attempt
-# runs (notifications/lease.py), so it bounds how long the job of a worker that died waits, not how long an
+# runs (notifications/engine/lease.py), so it bounds how long the job of a worker that died waits, not how long an
 # attempt may take.
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 15, minimum=3)
 # A queued job whose task has not run after this long has its task sent again.

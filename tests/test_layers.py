@@ -17,8 +17,10 @@ DEVTOOLS, DEVTOOLS_USE = "devtools", {"accounts"}
 APPS = ("accounts", "notifications", "domains", "webhooks_inbound", "dashboard", "staff", DEVTOOLS)
 LAYER = {SHELL: 0, **dict.fromkeys(APPS, 1), CORE: 2, PROVIDERS: 3}
 # What one app may take from another: its models and what it does, never how it speaks HTTP.
-# (``management``: the operators' commands find an account by email the same way in every app.)
-APP_MODULES_SHARED = {"models", "services", "selectors", "plans", "access", "authentication", "throttle", "management"}
+# (``management``: the operators' commands find an account by email the same way in every app; ``routing``: the
+# dashboard names the platform's sender as the send API decides it.)
+APP_MODULES_SHARED = {"models", "services", "selectors", "routing", "plans", "access", "authentication", "throttle"}
+APP_MODULES_SHARED |= {"management"}
 
 
 def _imports(package: str) -> Iterator[tuple[Path, str]]:
@@ -30,6 +32,22 @@ def _imports(package: str) -> Iterator[tuple[Path, str]]:
                 yield path, node.module
             elif isinstance(node, ast.Import):
                 yield from ((path, alias.name) for alias in node.names)
+
+
+def _module_imports(package: str) -> Iterator[tuple[str, str]]:
+    """(importing module, imported module) within ``package``; ``from a import b`` names module ``a.b`` if it is one."""
+    for path in (ROOT / package).rglob("*.py"):
+        if "migrations" in path.parts:
+            continue
+        source = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    submodule = f"{node.module}.{alias.name}"
+                    is_module = (ROOT / submodule.replace(".", "/")).with_suffix(".py").exists()
+                    yield source, submodule if is_module else node.module
+            elif isinstance(node, ast.Import):
+                yield from ((source, alias.name) for alias in node.names)
 
 
 def _edges() -> set[tuple[str, str, str]]:
@@ -101,3 +119,42 @@ def test_the_running_service_imports_nothing_of_djangos_test_tools() -> None:
     )
 
     assert imported == []
+
+
+# The rooms of notifications (docs/architecture.md, "Inside notifications"): the entry points (views, tasks,
+# commands) over the services, the services over the engine, the engine over delivery, and the routing rules under
+# all of them, read alike when a send is accepted and when it is attempted. A room never imports one above it.
+ROOMS_ABOVE = {
+    "notifications.engine": ("notifications.services", "notifications.tasks", "notifications.views"),
+    "notifications.delivery": ("notifications.engine", "notifications.services", "notifications.tasks"),
+    "notifications.routing": ("notifications.delivery", "notifications.engine", "notifications.services"),
+}
+
+
+@pytest.mark.parametrize("room", list(ROOMS_ABOVE))
+def test_a_room_of_notifications_imports_none_above_it(room: str) -> None:
+    upward = sorted(
+        f"{source} -> {target}"
+        for source, target in _module_imports("notifications")
+        if (source == room or source.startswith(f"{room}."))
+        and any(target == above or target.startswith(f"{above}.") for above in ROOMS_ABOVE[room])
+    )
+
+    assert upward == []
+
+
+def test_the_modules_of_notifications_import_each_other_without_a_cycle() -> None:
+    depends: dict[str, set[str]] = {}
+    for source, target in _module_imports("notifications"):
+        depends.setdefault(source, set())
+        if target.startswith("notifications.") and target != source:
+            depends[source].add(target)
+    order: set[str] = set()
+    while len(order) < len(depends):
+        ready = {
+            module
+            for module, targets in depends.items()
+            if module not in order and targets - {module} <= order | (targets - depends.keys())
+        }
+        assert ready, f"a cycle among: {sorted(set(depends) - order)}"
+        order |= ready

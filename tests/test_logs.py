@@ -22,8 +22,8 @@ from celery.signals import task_postrun, task_prerun
 from accounts.services import signing_secret_generate
 from core.logs import JsonFormatter, TextFormatter, log_context
 from notifications import tasks
-from notifications.processing import job_process
-from notifications.queue import DELIVER_TASK
+from notifications.engine.processing import job_process
+from notifications.engine.queue import DELIVER_TASK
 from notifyhub.celery import app as celery_app
 from tests.clients import APIClient
 from tests.conftest import WEBHOOK, Client, wait_for_job
@@ -223,7 +223,7 @@ def test_the_job_id_is_dropped_when_its_task_ends(lines: Lines) -> None:
 
 
 def test_the_attempt_named_by_the_engine_joins_the_job_id_until_its_block_ends(lines: Lines) -> None:
-    """The engine names the attempt once it has claimed the job (notifications/processing.py); called directly
+    """The engine names the attempt once it has claimed the job (notifications/engine/processing.py); called directly
     here, as the engine calls it."""
     logger = logging.getLogger("tests.worker")
 

@@ -14,7 +14,7 @@ from dashboard.views.base import HolderView
 from domains.models import DomainStatus
 from domains.selectors import domain_get
 from domains.services import domain_delete, domain_request, domain_verify
-from notifications.services import platform_sender
+from notifications.routing import platform_sender
 from providers.names import ProviderName
 
 

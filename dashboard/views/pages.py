@@ -19,8 +19,8 @@ from dashboard.forms import ConfirmPasswordForm
 from dashboard.views.base import HolderView, no_store
 from domains.models import DomainStatus
 from domains.selectors import domain_get
+from notifications.routing import platform_sender
 from notifications.selectors import daily_outcomes, job_page
-from notifications.services import platform_sender
 
 
 def landing(request: HttpRequest) -> HttpResponse:

@@ -15,7 +15,7 @@ from dashboard.views.base import HolderView, no_store
 from domains.models import SenderDomain
 from domains.selectors import domain_get
 from domains.services import provider_key_add_and_register
-from notifications.services import platform_sender
+from notifications.routing import platform_sender
 from providers.names import ProviderName
 
 # The buttons' actions, as places moved in the order the keys are tried.

@@ -11,9 +11,10 @@ from django.test import Client as Browser
 from django.utils import timezone
 
 from accounts.models import Account
+from core.errors import ProviderKeyRequired
 from dashboard.chart import scale_max
 from notifications.models import DailyTally, Job, JobStatus, JobType
-from notifications.services import NO_PROVIDER_MESSAGE, NOT_RETRYABLE_MESSAGE, REQUEUED_MESSAGE
+from notifications.services import NOT_RETRYABLE_MESSAGE, REQUEUED_MESSAGE
 from tests.conftest import Client
 from tests.dashboard.pages import page_html, page_text
 from tests.factories import DeliveryLogFactory, EmailEventFactory, FailedJobFactory, JobFactory
@@ -289,7 +290,7 @@ def test_retry_of_a_paid_email_without_a_provider_key_says_why(holder: Holder) -
 
     answer = browser.post(f"/dashboard/jobs/{job.id}/retry/", follow=True)
 
-    assert " ".join(NO_PROVIDER_MESSAGE.split()) in page_text(answer)
+    assert " ".join(ProviderKeyRequired.message.split()) in page_text(answer)
     assert Job.objects.get(id=job.id).status == JobStatus.FAILED
 
 

@@ -10,7 +10,7 @@ import pytest
 from celery import Celery
 from django.utils import timezone
 
-from notifications import queue
+from notifications.engine import queue
 from notifications.models import Job
 from tests.conftest import Client
 

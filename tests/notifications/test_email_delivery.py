@@ -8,8 +8,8 @@ import pytest
 from django.core import mail
 
 from accounts.services import provider_key_set
+from notifications.engine.queue import job_enqueue
 from notifications.models import JobStatus
-from notifications.queue import job_enqueue
 from tests.conftest import Client, ready_to_send, wait_for_job
 from tests.factories import JobFactory
 from tests.fakes.providers import FakePostmark, FakeResend, FakeSendGrid

@@ -16,9 +16,9 @@ from django.utils import timezone
 from accounts.selectors import signing_secret_decrypt
 from accounts.services import signing_secret_generate
 from notifications.delivery.outcome import AttemptOutcome
+from notifications.engine.processing import job_claim, job_process, job_record_attempt, jobs_sweep
+from notifications.engine.queue import job_enqueue
 from notifications.models import DeliveryLog, Job, JobStatus, JobType
-from notifications.processing import job_claim, job_process, job_record_attempt, jobs_sweep
-from notifications.queue import job_enqueue
 from tests.conftest import Client, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
 

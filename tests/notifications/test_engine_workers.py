@@ -20,8 +20,8 @@ from django.db import connection
 from django.utils import timezone
 
 from accounts.plans import Plan
+from notifications.engine.processing import jobs_sweep
 from notifications.models import Job, JobStatus
-from notifications.processing import jobs_sweep
 from tests.conftest import Client, purge_broker, wait_for_job, worker_thread
 from tests.fakes.receiver import Receiver, Reply
 from tests.notifications.test_engine import lost_job

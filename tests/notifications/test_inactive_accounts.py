@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.services import account_delete, account_restore
+from notifications.engine.processing import job_process
 from notifications.models import Job, JobStatus
-from notifications.processing import job_process
 from tests.conftest import Client, ready_to_send
 from tests.fakes.providers import FakeSendGrid
 from tests.fakes.receiver import Receiver, Reply

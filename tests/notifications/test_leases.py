@@ -16,9 +16,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from notifications.engine.processing import job_claim, job_process, jobs_sweep
+from notifications.engine.queue import job_enqueue
 from notifications.models import Job, JobStatus
-from notifications.processing import job_claim, job_process, jobs_sweep
-from notifications.queue import job_enqueue
 from tests.conftest import Client, free_port, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
 

@@ -15,8 +15,8 @@ from django.db import connection
 
 from core import sql
 from core.crypto import decrypt
+from notifications.engine.processing import job_process
 from notifications.models import Job, JobStatus, JobType
-from notifications.processing import job_process
 from notifications.secret_headers import is_secret_header
 from notifications.selectors import job_payload_for_staff
 from tests.conftest import Client

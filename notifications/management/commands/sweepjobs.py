@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from notifications.processing import jobs_sweep
+from notifications.engine.processing import jobs_sweep
 
 
 class Command(BaseCommand):

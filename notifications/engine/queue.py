@@ -15,7 +15,7 @@ from kombu import Connection, Producer
 from kombu.exceptions import OperationalError
 
 from core.unavailable import DATABASE_FAULTS
-from notifications import store
+from notifications.engine import store
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from django.db import connection
 from django.utils import timezone
 
 from core.unavailable import DATABASE_FAULTS
-from notifications import store
+from notifications.engine import store
 from notifications.models import Job
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from typing import Any
@@ -28,10 +28,12 @@ from accounts.selectors import current_period
 from accounts.services import usage_consume
 from core import sql
 from core.errors import DuplicateRequest
+from notifications.engine.transitions import NextState
 from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
 
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
 TALLY_FIELDS = ("account", "day", "completed", "failed")
+NEXT_STATE_COLUMNS = tuple(field.name for field in fields(NextState))
 
 
 @dataclass(frozen=True)
@@ -153,18 +155,18 @@ def mark_unpublished(*, job_id: UUID, publish_at: datetime) -> None:
     Job.objects.filter(id=job_id, status__in=UNFINISHED, requeue_at__gt=publish_at).update(requeue_at=publish_at)
 
 
-def record_attempt(job: Job, *, changes: dict[str, Any], log: DeliveryLog) -> bool:
-    """Applies ``changes`` to the claimed job and stores its log row, both or neither; a job that
-    ``changes`` finish is counted in its day's DailyTally in the same transaction.
+def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog) -> bool:
+    """Moves the claimed job to ``next_state`` and stores its log row, both or neither; a job that ``next_state``
+    finishes is counted in its day's DailyTally in the same transaction.
 
     False, with nothing written, when the lease this claim took is no longer the job's.
     """
-    tally = _tally_values(job, changes)
+    tally = _tally_values(job, next_state)
     if connection.vendor == "postgresql":
-        return _record_attempt_in_one_statement(job, changes=changes, log=log, tally=tally)
+        return _record_attempt_in_one_statement(job, next_state=next_state, log=log, tally=tally)
     still_ours = Job.objects.filter(id=job.id, status=JobStatus.PROCESSING, locked_until=job.locked_until)
     with transaction.atomic():
-        if not still_ours.update(**changes):
+        if not still_ours.update(**next_state.columns()):
             return False
         log.save(force_insert=True)
         if tally:
@@ -174,13 +176,13 @@ def record_attempt(job: Job, *, changes: dict[str, Any], log: DeliveryLog) -> bo
         return True
 
 
-def _tally_values(job: Job, changes: dict[str, Any]) -> list[Any]:
-    """The parameters of `_tally_sql` when ``changes`` finish the job, else none."""
-    finished_at = changes.get("finished_at")
-    if finished_at is None:
+def _tally_values(job: Job, next_state: NextState) -> list[Any]:
+    """The parameters of `_tally_sql` when ``next_state`` finishes the job, else none."""
+    if next_state.finished_at is None:
         return []
-    completed = changes["status"] == JobStatus.COMPLETED
-    return [job.account_id, sql.db_value(DailyTally, "day", utc_day(finished_at)), int(completed), int(not completed)]
+    completed = next_state.status == JobStatus.COMPLETED
+    day = sql.db_value(DailyTally, "day", utc_day(next_state.finished_at))
+    return [job.account_id, day, int(completed), int(not completed)]
 
 
 def utc_day(moment: datetime) -> date:
@@ -199,23 +201,23 @@ def _tally_sql(source: str) -> str:
     """
 
 
-def _record_attempt_in_one_statement(job: Job, *, changes: dict[str, Any], log: DeliveryLog, tally: list[Any]) -> bool:
+def _record_attempt_in_one_statement(job: Job, *, next_state: NextState, log: DeliveryLog, tally: list[Any]) -> bool:
     lease = [sql.db_value(Job, "id", job.id), JobStatus.PROCESSING, sql.db_value(Job, "locked_until", job.locked_until)]
     with connection.cursor() as cursor:
         cursor.execute(
-            _record_attempt_sql(tuple(changes), tallied=bool(tally)),
-            [*sql.set_values(Job, changes), *lease, *tally, *sql.insert_values(log)],
+            _record_attempt_sql(tallied=bool(tally)),
+            [*sql.set_values(Job, next_state.columns()), *lease, *tally, *sql.insert_values(log)],
         )
         return cursor.rowcount == 1
 
 
 @cache
-def _record_attempt_sql(changed_fields: tuple[str, ...], *, tallied: bool) -> str:
+def _record_attempt_sql(*, tallied: bool) -> str:
     # The tally's row lock is taken last and held only until this statement commits.
     tally = f", tallied AS ({_tally_sql('FROM still_ours')})" if tallied else ""
     return f"""
         WITH still_ours AS (
-            UPDATE {sql.table(Job)} SET {sql.set_clause(Job, changed_fields)}
+            UPDATE {sql.table(Job)} SET {sql.set_clause(Job, NEXT_STATE_COLUMNS)}
             WHERE id = %s AND status = %s AND locked_until = %s RETURNING 1
         ){tally}
         INSERT INTO {sql.table(DeliveryLog)} ({sql.columns(DeliveryLog)})
@@ -270,17 +272,9 @@ def requeue_failed_jobs(*, account: Account, job_ids: Sequence[UUID], requeue_at
         rows = list(failed.select_for_update().order_by("id").values_list("id", "priority", "finished_at"))
         if not rows:
             return []
-        Job.objects.filter(id__in=[job_id for job_id, _, _ in rows]).update(
-            status=JobStatus.PENDING,
-            attempts=0,
-            claims=0,
-            error_message=None,
-            completed_at=None,
-            finished_at=None,
-            next_attempt_at=None,
-            locked_until=None,
-            requeue_at=requeue_at,
-        )
+        # The claims count within an attempt (docs/job-states.md, "Columns"): they start again with the attempts.
+        requeued = NextState.requeued(requeue_at=requeue_at)
+        Job.objects.filter(id__in=[job_id for job_id, _, _ in rows]).update(claims=0, **requeued.columns())
         failed_on = Counter(utc_day(finished_at) for _, _, finished_at in rows if finished_at is not None)
         for day, count in failed_on.items():
             DailyTally.objects.filter(account=account, day=day).update(failed=F("failed") - count)

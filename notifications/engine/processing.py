@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime, timedelta
-from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -21,14 +20,15 @@ from accounts.authentication import INACTIVE_ACCOUNT_MESSAGE
 from accounts.selectors import signing_secret_decrypt
 from core.logs import log_context
 from core.unavailable import DATABASE_FAULTS
-from notifications import store
 from notifications.delivery.email import deliver_email
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
-from notifications.lease import Lease, lease_length, renewer
-from notifications.models import DeliveryLog, DeliveryStatus, Job, JobStatus, JobType
+from notifications.engine import store
+from notifications.engine.lease import Lease, lease_length, renewer
+from notifications.engine.queue import job_enqueue, queued_messages
+from notifications.engine.transitions import NextState
+from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType
 from notifications.observability import attempt_recorded
-from notifications.queue import job_enqueue, queued_messages
 
 logger = logging.getLogger(__name__)
 
@@ -160,26 +160,19 @@ def _retry_delay(job: Job, *, attempt: int, outcome: AttemptOutcome) -> int | No
     return max(configured, outcome.retry_after_seconds or 0)
 
 
-def _state_after(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetime) -> dict[str, Any]:
-    finished = {"locked_until": None, "next_attempt_at": None, "requeue_at": None}
+def _next_state(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetime) -> NextState:
     if outcome.delivered:
-        return {
-            "status": JobStatus.COMPLETED,
-            "completed_at": now,
-            "finished_at": now,
-            "error_message": None,
-            **finished,
-        }
+        return NextState.completed(attempts=attempt, at=now)
     delay = _retry_delay(job, attempt=attempt, outcome=outcome)
     if delay is None:
-        return {"status": JobStatus.FAILED, "finished_at": now, "error_message": outcome.error_message, **finished}
+        return NextState.failed(attempts=attempt, at=now, error=outcome.error_message)
     due = now + timedelta(seconds=delay)
-    return {
-        "error_message": outcome.error_message,
-        "next_attempt_at": due,
-        "locked_until": due,
-        "requeue_at": due + _seconds("JOB_RETRY_GRACE_SECONDS"),
-    }
+    return NextState.retry_at(
+        due,
+        attempts=attempt,
+        error=outcome.error_message,
+        requeue_at=due + _seconds("JOB_RETRY_GRACE_SECONDS"),
+    )
 
 
 def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> str | None:
@@ -189,7 +182,7 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> str | None:
     """
     attempt = job.attempts + 1
     now = timezone.now()
-    changes = {"attempts": attempt, **_state_after(job, attempt=attempt, outcome=outcome, now=now)}
+    next_state = _next_state(job, attempt=attempt, outcome=outcome, now=now)
     log = DeliveryLog(
         job=job,
         attempt=attempt,
@@ -202,13 +195,13 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> str | None:
         provider_message_id=outcome.provider_message_id,
         created_at=now,
     )
-    if not store.record_attempt(job, changes=changes, log=log):
+    if not store.record_attempt(job, next_state=next_state, log=log):
         logger.warning("Job %s: lease lost during attempt %s; result not recorded", job.id, attempt)
         return None
-    if changes.get("next_attempt_at"):
-        delay = (changes["next_attempt_at"] - now).total_seconds()
+    if next_state.next_attempt_at is not None:
+        delay = (next_state.next_attempt_at - now).total_seconds()
         transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))
-    return str(changes.get("status", JobStatus.PROCESSING))
+    return str(next_state.status)
 
 
 def jobs_sweep(*, batch_size: int = 1000) -> int:
