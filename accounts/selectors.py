@@ -3,23 +3,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.db import DEFAULT_DB_ALIAS, connection
+from django.db import connection
 from django.utils import timezone
 
 from accounts.billing import billing_period
 from accounts.keys import api_key_digest, is_well_formed
 from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
+from core import sql
 from core.crypto import decrypt
 from providers.base import Credentials
 
 # Every API request starts here, so the lookup is one plain statement: compiling the ORM
 # query cost more than running it. Only the columns authentication, limits and quota read.
-ACCOUNT_COLUMNS = ["id", "user_id", "plan", "plan_started_on", "monthly_limit", "is_active", "deleted_at"]
+KEY_FIELDS = ("id", "account")
+ACCOUNT_FIELDS = ("id", "user", "plan", "plan_started_on", "monthly_limit", "is_active", "deleted_at")
 # Off the framework's road: docs/departures.md, "raw-sql-key-lookup".
 API_KEY_LOOKUP_SQL = f"""
-    SELECT k.id, {", ".join(f"a.{column}" for column in ACCOUNT_COLUMNS)}
-    FROM {ApiKey._meta.db_table} k JOIN {Account._meta.db_table} a ON a.id = k.account_id
-    WHERE k.digest = %s AND k.revoked_at IS NULL
+    SELECT {sql.columns(ApiKey, "k", fields=KEY_FIELDS)}, {sql.columns(Account, "a", fields=ACCOUNT_FIELDS)}
+    FROM {sql.table(ApiKey)} k
+    JOIN {sql.table(Account)} a ON a.{sql.column(Account, "id")} = k.{sql.column(ApiKey, "account")}
+    WHERE k.{sql.column(ApiKey, "digest")} = %s AND k.{sql.column(ApiKey, "revoked_at")} IS NULL
 """
 
 
@@ -32,9 +35,8 @@ def api_key_find(*, raw_key: str) -> ApiKey | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    account = Account.from_db(DEFAULT_DB_ALIAS, ACCOUNT_COLUMNS, row[1:])
-    api_key = ApiKey.from_db(DEFAULT_DB_ALIAS, ["id", "account_id"], [row[0], account.pk])
-    api_key.account = account
+    api_key = sql.from_row(ApiKey, row[: len(KEY_FIELDS)], fields=KEY_FIELDS)
+    api_key.account = sql.from_row(Account, row[len(KEY_FIELDS) :], fields=ACCOUNT_FIELDS)
     return api_key
 
 

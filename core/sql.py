@@ -4,13 +4,22 @@ The accept path and each delivery run a handful of statements that the ORM canno
 in one round trip (an UPDATE ... RETURNING, an UPDATE inside a WITH). These helpers give the
 pieces of such an INSERT or UPDATE, and read its rows back, with the values prepared and
 converted exactly as the ORM would.
+
+This is the one way a raw statement is written here (each stands in a file docs/departures.md names):
+- a table is `table(Model)`, a column `column(Model, "field")`, a list of them `columns(Model, alias)`
+  (``fields=`` for some of them), never a literal name or ``_meta.db_table``;
+- a value goes in prepared by its field: `db_value`, `set_values`, or `insert_values` for a new row;
+- a row comes back through `from_row`, the whole model or the ``fields`` the statement selected;
+- an ``IN (...)`` list is `in_list`, a multi-row ``VALUES`` is `values_rows`, cut to the database's
+  parameter limit by `in_batches`;
+- the statement's text is built once, as a module constant or under ``functools.cache``, never per call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -18,6 +27,10 @@ from django.db.models.expressions import Col
 
 ModelT = TypeVar("ModelT", bound=models.Model)
 Converter = Callable[[Any, Any, Any], Any]
+# Some of a model's fields, by name ("account" or "account_id" alike); None: every concrete field.
+FieldNames: TypeAlias = tuple[str, ...] | None
+# A column's place in a row, the converters of its fetched value, and the column they are given.
+Conversion: TypeAlias = tuple[int, list[Converter], Col]
 
 
 def default_connection() -> BaseDatabaseWrapper:
@@ -37,11 +50,11 @@ def table(model: type[models.Model]) -> str:
     return quote(model._meta.db_table)
 
 
-def columns(model: type[models.Model], alias: str = "") -> str:
-    """Every concrete field's column, quoted, in field order: for an INSERT, a RETURNING, or a
-    SELECT that `from_row` reads (``alias``: the table's alias in a join)."""
+def columns(model: type[models.Model], alias: str = "", *, fields: FieldNames = None) -> str:
+    """The columns of ``fields`` (every concrete field by default), quoted, in the model's field order: for an
+    INSERT, a RETURNING, or a SELECT that `from_row` reads (``alias``: the table's alias in a join)."""
     prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + quote(field.column) for field in model._meta.concrete_fields)
+    return ", ".join(prefix + quote(field.column) for field in _fields(model, fields))
 
 
 def column(model: type[models.Model], field_name: str) -> str:
@@ -49,21 +62,36 @@ def column(model: type[models.Model], field_name: str) -> str:
     return quote(_field(model, field_name).column)
 
 
-def in_batches(values: Sequence[Any], *, other_params: int = 0) -> list[Sequence[Any]]:
-    """``values`` cut to fit one statement's parameters beside ``other_params`` others (SQLite's limit)."""
-    limit = (default_connection().features.max_query_params or 65_535) - other_params
+def in_list(count: int) -> str:
+    """``%s, %s, ...``: ``count`` placeholders, for an ``IN (...)`` list or one row of values."""
+    return ", ".join(["%s"] * count)
+
+
+def values_rows(count: int, *, width: int) -> str:
+    """``(%s, ...), (%s, ...)``: ``count`` rows of ``width`` placeholders, for a multi-row ``VALUES``."""
+    return ", ".join([f"({in_list(width)})"] * count)
+
+
+def in_batches(values: Sequence[Any], *, width: int = 1, other_params: int = 0) -> list[Sequence[Any]]:
+    """``values`` cut to fit one statement's parameters, ``width`` for each value, beside ``other_params`` others.
+
+    The limit is SQLite's 999, or the 65,535 PostgreSQL's protocol counts in 16 bits (Django's
+    bulk_batch_size leaves a batch whole there, which a large one exceeds).
+    """
+    limit = ((default_connection().features.max_query_params or 65_535) - other_params) // width
     return [values[start : start + limit] for start in range(0, len(values), limit)]
 
 
-def placeholders(model: type[models.Model]) -> str:
+def placeholders(model: type[models.Model], *, fields: FieldNames = None) -> str:
     """One ``%s`` per column of `columns`."""
-    return ", ".join(["%s"] * len(model._meta.concrete_fields))
+    return in_list(len(_fields(model, fields)))
 
 
-def insert_values(instance: models.Model) -> list[Any]:
-    """The instance's values in `columns` order, as a save() would send them."""
+def insert_values(*instances: models.Model, fields: FieldNames = None) -> list[Any]:
+    """The values of one or more rows of a model, row after row in `columns` order, as a save() would send them."""
     db = default_connection()
-    return [field.get_db_prep_save(field.pre_save(instance, add=True), db) for field in instance._meta.concrete_fields]
+    model_fields = _fields(type(instances[0]), fields)
+    return [field.get_db_prep_save(field.pre_save(row, add=True), db) for row in instances for field in model_fields]
 
 
 def db_value(model: type[models.Model], field_name: str, value: Any) -> Any:
@@ -82,32 +110,44 @@ def set_values(model: type[models.Model], changes: dict[str, Any]) -> list[Any]:
     return [_field(model, name).get_db_prep_value(value, db) for name, value in changes.items()]
 
 
-def from_row(model: type[ModelT], row: Sequence[Any]) -> ModelT:
-    """The instance a row of `columns(model)` stands for, its values converted as a query's would be."""
-    db = default_connection()
-    values = [
-        _convert(value, converters, column, db)
-        for value, (converters, column) in zip(row, _converters(model), strict=True)
-    ]
-    return model.from_db(db.alias, _attnames(model), values)
+def from_row(model: type[ModelT], row: Sequence[Any], *, fields: FieldNames = None) -> ModelT:
+    """The instance a row of `columns(model, fields=fields)` stands for, its values converted as a query's would be;
+    with ``fields``, the other fields are deferred, as ``only()`` leaves them."""
+    attnames, converting = _reading(model, fields)
+    if len(row) != len(attnames):
+        raise ValueError(f"{len(row)} values for the {len(attnames)} columns of {model.__name__}: {attnames}")
+    values = list(row)
+    if converting:  # on PostgreSQL only a field with its own from_db_value has a converter
+        db = default_connection()
+        for index, converters, col in converting:
+            for converter in converters:
+                values[index] = converter(values[index], col, db)
+    return model.from_db(DEFAULT_DB_ALIAS, attnames, values)
 
 
 @cache
-def _attnames(model: type[models.Model]) -> tuple[str, ...]:
-    return tuple(field.attname for field in model._meta.concrete_fields)
-
-
-def _convert(value: Any, converters: list[Converter], column: Col, db: BaseDatabaseWrapper) -> Any:
-    for converter in converters:
-        value = converter(value, column, db)
-    return value
+def _fields(model: type[models.Model], names: FieldNames) -> tuple[models.Field[Any, Any], ...]:
+    """The named concrete fields in the model's order, whatever order ``names`` gives: `from_row` relies on it."""
+    if names is None:
+        return tuple(model._meta.concrete_fields)
+    wanted = {_field(model, name) for name in names}
+    found = tuple(field for field in model._meta.concrete_fields if field in wanted)
+    assert len(found) == len(wanted), f"not concrete fields of {model.__name__}: {names}"
+    return found
 
 
 @cache
-def _converters(model: type[models.Model]) -> list[tuple[list[Converter], Col]]:
-    """Per column, what the ORM applies to a fetched value: the backend's converters, then the field's."""
-    cols = [field.get_col(model._meta.db_table) for field in model._meta.concrete_fields]
-    return [(connection.ops.get_db_converters(col) + col.get_db_converters(connection), col) for col in cols]
+def _reading(model: type[models.Model], names: FieldNames) -> tuple[tuple[str, ...], list[Conversion]]:
+    """The fields' attnames, and for each column that has any, what the ORM applies to a fetched value: the
+    backend's converters, then the field's."""
+    fields = _fields(model, names)
+    converting: list[Conversion] = []
+    for index, field in enumerate(fields):
+        col = field.get_col(model._meta.db_table)
+        converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        if converters:
+            converting.append((index, converters, col))
+    return tuple(field.attname for field in fields), converting
 
 
 def _field(model: type[models.Model], name: str) -> models.Field[Any, Any]:

@@ -136,3 +136,29 @@ def test_the_ledger_names_files_that_exist_and_something_in_each() -> None:
     assert len(rows) >= 10
     assert all(places for places in rows.values())
     assert [path for places in rows.values() for path in places if not (ROOT / path).is_file()] == []
+
+
+def _spells_out_a_name(node: ast.AST) -> bool:
+    """A table or column named by hand: ``Model._meta.db_table``, or ``sql.quote("literal")``."""
+    if isinstance(node, ast.Attribute) and node.attr == "db_table":
+        return True
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "quote"
+        and any(isinstance(argument, ast.Constant) for argument in node.args)
+    )
+
+
+def test_every_raw_statement_names_its_tables_and_columns_through_core_sql() -> None:
+    # One SQL style (docs/contributing.md, "Raw SQL is written one way"): the names come from the models, so a
+    # renamed field or table renames the statement too. Only core/sql.py itself reads _meta.db_table.
+    spelled_out = [
+        f"{relative(path)}:{node.lineno}"
+        for path in source_files()
+        if relative(path) != "core/sql.py" and raw_sql_lines(path)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if _spells_out_a_name(node)
+    ]
+
+    assert spelled_out == []

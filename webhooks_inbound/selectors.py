@@ -20,8 +20,10 @@ RECEIVER_SLUGS = {ProviderName.POSTMARK: "postmark", ProviderName.SENDGRID: "sen
 # Off the framework's road: docs/departures.md, "raw-sql-receivers".
 RECEIVING_ACCOUNT_SQL = f"""
     SELECT {sql.columns(Account, "a")}, {sql.columns(TrackingCredentials, "c")}
-    FROM {sql.table(Account)} a LEFT JOIN {sql.table(TrackingCredentials)} c ON c.account_id = a.id
-    WHERE a.public_id = %s AND a.deleted_at IS NULL
+    FROM {sql.table(Account)} a
+    LEFT JOIN {sql.table(TrackingCredentials)} c
+        ON c.{sql.column(TrackingCredentials, "account")} = a.{sql.column(Account, "id")}
+    WHERE a.{sql.column(Account, "public_id")} = %s AND a.{sql.column(Account, "deleted_at")} IS NULL
 """
 
 

@@ -101,21 +101,23 @@ class Recorded:
 # statements than the database spent running them (docs/departures.md).
 # Off the framework's road: docs/departures.md, "raw-sql-receivers".
 JOBS_BY_ID_SQL = f"""
-    SELECT {sql.quote("id")} FROM {sql.table(Job)} WHERE {sql.quote("account_id")} = %s AND {sql.quote("id")} IN ({{}})
+    SELECT {sql.column(Job, "id")} FROM {sql.table(Job)}
+    WHERE {sql.column(Job, "account")} = %s AND {sql.column(Job, "id")} IN ({{}})
 """
 JOBS_BY_MESSAGE_SQL = f"""
-    SELECT l.{sql.quote("provider_message_id")}, l.{sql.quote("job_id")}
-    FROM {sql.table(DeliveryLog)} l JOIN {sql.table(Job)} j ON j.{sql.quote("id")} = l.{sql.quote("job_id")}
-    WHERE j.{sql.quote("account_id")} = %s AND l.{sql.quote("provider_message_id")} IN ({{}})
+    SELECT l.{sql.column(DeliveryLog, "provider_message_id")}, l.{sql.column(DeliveryLog, "job")}
+    FROM {sql.table(DeliveryLog)} l
+    JOIN {sql.table(Job)} j ON j.{sql.column(Job, "id")} = l.{sql.column(DeliveryLog, "job")}
+    WHERE j.{sql.column(Job, "account")} = %s AND l.{sql.column(DeliveryLog, "provider_message_id")} IN ({{}})
 """
-EVENT_FIELDS = [field for field in EmailEvent._meta.concrete_fields if not field.primary_key]
+EVENT_FIELDS = tuple(field.name for field in EmailEvent._meta.concrete_fields if not field.primary_key)
 # The unique constraint decides what is new, in the statement itself: a concurrent delivery of
 # the same event cannot slip between a read and the write, and what comes back was stored now.
 INSERT_EVENTS_SQL = f"""
-    INSERT INTO {sql.table(EmailEvent)} ({", ".join(sql.quote(field.column) for field in EVENT_FIELDS)})
+    INSERT INTO {sql.table(EmailEvent)} ({sql.columns(EmailEvent, fields=EVENT_FIELDS)})
     VALUES {{}}
-    ON CONFLICT ({", ".join(sql.quote(name) for name in ("account_id", "provider", "provider_event_id"))}) DO NOTHING
-    RETURNING {sql.quote("provider_event_id")}
+    ON CONFLICT ({sql.columns(EmailEvent, fields=("account", "provider", "provider_event_id"))}) DO NOTHING
+    RETURNING {sql.column(EmailEvent, "provider_event_id")}
 """
 
 
@@ -143,19 +145,11 @@ def _insert_new(rows: list[EmailEvent]) -> int:
     """Inserts the rows not stored before, in one transaction; how many were new."""
     if not rows:
         return 0
-    db = sql.default_connection()
-    row_placeholders = "(" + ", ".join(["%s"] * len(EVENT_FIELDS)) + ")"
-    # As many rows as a statement's parameters allow: SQLite's 999, or the 65,535 PostgreSQL's protocol
-    # counts in 16 bits (Django's bulk_batch_size leaves a batch whole there, which a large one exceeds).
-    per_statement = (db.features.max_query_params or 65_535) // len(EVENT_FIELDS)
     stored = 0
-    with transaction.atomic(), db.cursor() as cursor:
-        for start in range(0, len(rows), per_statement):
-            chunk = rows[start : start + per_statement]
-            params = [
-                field.get_db_prep_save(field.pre_save(row, add=True), db) for row in chunk for field in EVENT_FIELDS
-            ]
-            cursor.execute(INSERT_EVENTS_SQL.format(", ".join([row_placeholders] * len(chunk))), params)
+    with transaction.atomic(), sql.default_connection().cursor() as cursor:
+        for batch in sql.in_batches(rows, width=len(EVENT_FIELDS)):
+            params = sql.insert_values(*batch, fields=EVENT_FIELDS)
+            cursor.execute(INSERT_EVENTS_SQL.format(sql.values_rows(len(batch), width=len(EVENT_FIELDS))), params)
             stored += len(cursor.fetchall())
     return stored
 
@@ -188,7 +182,7 @@ def _select_in(statement: str, account: Account, values: list[Any]) -> list[tupl
         return rows
     with connection.cursor() as cursor:
         for batch in sql.in_batches(values, other_params=1):
-            cursor.execute(statement.format(", ".join(["%s"] * len(batch))), [account.pk, *batch])
+            cursor.execute(statement.format(sql.in_list(len(batch))), [account.pk, *batch])
             rows.extend(cursor.fetchall())
     return rows
 

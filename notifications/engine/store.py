@@ -77,7 +77,7 @@ def _insert_taking_unit(job: Job) -> bool:
     if db.vendor != "postgresql":
         return False
     period_start, _ = current_period(job.account)
-    unit: list[Any] = [job.account.pk, period_start, job.account.limits.monthly_quota]
+    unit = [job.account.pk, sql.db_value(UsagePeriod, "period_start", period_start), job.account.limits.monthly_quota]
     # In a caller's transaction a duplicate must only undo this statement: a savepoint.
     with transaction.atomic() if db.in_atomic_block else nullcontext(), db.cursor() as cursor:
         cursor.execute(_insert_taking_unit_sql(), [*unit, *sql.insert_values(job)])
@@ -87,10 +87,11 @@ def _insert_taking_unit(job: Job) -> bool:
 @cache
 def _insert_taking_unit_sql() -> str:
     # The same rule as usage_consume's: a unit is taken only while used < the plan's quota.
+    used, account, period_start = (sql.column(UsagePeriod, name) for name in ("used", "account", "period_start"))
     return f"""
         WITH unit AS (
-            UPDATE {sql.table(UsagePeriod)} SET used = used + 1
-            WHERE account_id = %s AND period_start = %s AND used < %s RETURNING 1
+            UPDATE {sql.table(UsagePeriod)} SET {used} = {used} + 1
+            WHERE {account} = %s AND {period_start} = %s AND {used} < %s RETURNING 1
         )
         INSERT INTO {sql.table(Job)} ({sql.columns(Job)})
         SELECT {sql.placeholders(Job)} WHERE EXISTS (SELECT 1 FROM unit)
@@ -129,16 +130,22 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
 @cache
 def _claim_sql() -> str:
     jobs, secrets, accounts = sql.table(Job), sql.table(SigningSecret), sql.table(Account)
-    is_active, deleted_at = sql.column(Account, "is_active"), sql.column(Account, "deleted_at")
+    job_id, status, started_at, locked_until, next_attempt_at, requeue_at, claims, owner = (
+        sql.column(Job, name)
+        for name in ("id", "status", "started_at", "locked_until", "next_attempt_at", "requeue_at", "claims", "account")
+    )
+    secret, secret_owner = sql.column(SigningSecret, "encrypted_secret"), sql.column(SigningSecret, "account")
+    account_id, is_active = sql.column(Account, "id"), sql.column(Account, "is_active")
+    deleted_at = sql.column(Account, "deleted_at")
     return f"""
         UPDATE {jobs}
-        SET status = %s, started_at = COALESCE(started_at, %s), locked_until = %s, next_attempt_at = NULL,
-            requeue_at = %s, claims = claims + 1
-        WHERE id = %s AND (status = %s OR (status = %s AND locked_until <= %s))
+        SET {status} = %s, {started_at} = COALESCE({started_at}, %s), {locked_until} = %s, {next_attempt_at} = NULL,
+            {requeue_at} = %s, {claims} = {claims} + 1
+        WHERE {job_id} = %s AND ({status} = %s OR ({status} = %s AND {locked_until} <= %s))
         RETURNING {sql.columns(Job)},
-            (SELECT {secrets}.encrypted_secret FROM {secrets} WHERE {secrets}.account_id = {jobs}.account_id),
+            (SELECT {secrets}.{secret} FROM {secrets} WHERE {secrets}.{secret_owner} = {jobs}.{owner}),
             (SELECT {accounts}.{is_active} AND {accounts}.{deleted_at} IS NULL
-             FROM {accounts} WHERE {accounts}.id = {jobs}.account_id)
+             FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner})
     """
 
 
@@ -195,7 +202,7 @@ def _tally_sql(source: str) -> str:
     tally = sql.table(DailyTally)
     account, day, completed, failed = (sql.column(DailyTally, field) for field in TALLY_FIELDS)
     return f"""
-        INSERT INTO {tally} ({account}, {day}, {completed}, {failed}) SELECT %s, %s, %s, %s {source}
+        INSERT INTO {tally} ({account}, {day}, {completed}, {failed}) SELECT {sql.in_list(len(TALLY_FIELDS))} {source}
         ON CONFLICT ({account}, {day}) DO UPDATE
         SET {completed} = {tally}.{completed} + EXCLUDED.{completed}, {failed} = {tally}.{failed} + EXCLUDED.{failed}
     """
@@ -215,10 +222,11 @@ def _record_attempt_in_one_statement(job: Job, *, next_state: NextState, log: De
 def _record_attempt_sql(*, tallied: bool) -> str:
     # The tally's row lock is taken last and held only until this statement commits.
     tally = f", tallied AS ({_tally_sql('FROM still_ours')})" if tallied else ""
+    job_id, status, locked_until = (sql.column(Job, name) for name in ("id", "status", "locked_until"))
     return f"""
         WITH still_ours AS (
             UPDATE {sql.table(Job)} SET {sql.set_clause(Job, NEXT_STATE_COLUMNS)}
-            WHERE id = %s AND status = %s AND locked_until = %s RETURNING 1
+            WHERE {job_id} = %s AND {status} = %s AND {locked_until} = %s RETURNING 1
         ){tally}
         INSERT INTO {sql.table(DeliveryLog)} ({sql.columns(DeliveryLog)})
         SELECT {sql.placeholders(DeliveryLog)} FROM still_ours
