@@ -30,10 +30,12 @@ from core.api.schema import (
     SESSION_ERROR_DESCRIPTIONS,
     ErrorAnswer,
     Link,
+    OperationText,
     error_responses,
     response_links,
 )
 from core.api.serializers import RequestSerializer
+from core.api.views import Mount, MountedView
 from core.errors import (
     AccountInactive,
     DuplicateRequest,
@@ -137,9 +139,17 @@ WEBHOOK_SEND_ERRORS = send_errors(
 )
 JOB_NOT_FOUND = ErrorAnswer("No such job among the caller's jobs.", JobNotFound)
 
-# The job operations a response links to (OpenAPI links), by their operation ids.
-JOB_STATUS, JOB_RETRY = "notifications_jobs_retrieve", "notifications_jobs_retry_create"
-USER_JOB_STATUS, USER_JOB_RETRY = "user_jobs_retrieve", "user_jobs_retry_create"
+# The two places each job operation is served, one view class serving both: to API clients, by key, under
+# /api/v1/notifications/; and to the account holder, by the dashboard's session or a key, under /api/v1/user/.
+API_CLIENT = Mount(access=ApiKeyView, operation_prefix="notifications")
+ACCOUNT_HOLDER = Mount(
+    access=AccountHolderView,
+    operation_prefix="user",
+    summary_note=" (dashboard session or API key)",
+    error_descriptions=SESSION_ERROR_DESCRIPTIONS,
+)
+# The job operations, by their operation ids within a mount; a response's links lead to them.
+JOB_STATUS, JOB_LIST, JOB_RETRY = "jobs_retrieve", "jobs_list", "jobs_retry_create"
 # Where a response names a job, as runtime expressions.
 ACCEPTED_OR_REQUEUED_JOB = "$response.body#/data/jobId"
 SHOWN_JOB = "$response.body#/data/id"
@@ -155,7 +165,9 @@ def job_retry_link(operation_id: str, job_id: str) -> Link:
 
 
 SEND_LINKS = response_links(
-    202, job_status_link(JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB), job_retry_link(JOB_RETRY, ACCEPTED_OR_REQUEUED_JOB)
+    202,
+    job_status_link(API_CLIENT.operation_id(JOB_STATUS), ACCEPTED_OR_REQUEUED_JOB),
+    job_retry_link(API_CLIENT.operation_id(JOB_RETRY), ACCEPTED_OR_REQUEUED_JOB),
 )
 
 
@@ -302,38 +314,25 @@ class SendWebhookView(SendView):
         )
 
 
-def _job_detail(request: Request, job_id: str) -> Response:
+class JobDetailView(MountedView):
     """One of the caller's jobs in full; another account's job is 404 like a missing one."""
-    job = job_get(account=request_account(request), job_id=job_id)
-    return Response(JobDetailSerializer(job).data)
 
-
-class JobDetailView(ApiKeyView):
-    @extend_schema(
-        summary="Get job status",
-        description="One of the caller's jobs with all its fields and one delivery log per attempt.",
-        extensions=response_links(200, job_retry_link(JOB_RETRY, SHOWN_JOB)),
-        responses={
-            200: JobDetailSchema,
-            **error_responses(400, 401, 403, 404, 429, descriptions={404: JOB_NOT_FOUND}),
+    openapi = OperationText(
+        operation=JOB_STATUS,
+        summary={API_CLIENT: "Get job status", ACCOUNT_HOLDER: "Get one of your jobs"},
+        description={
+            API_CLIENT: "One of the caller's jobs with all its fields and one delivery log per attempt.",
+            ACCOUNT_HOLDER: "One of the account's jobs with all its fields and one delivery log per attempt.",
         },
+        responses={200: JobDetailSchema},
+        errors=(400, 401, 403, 404, 429),
+        error_descriptions={404: JOB_NOT_FOUND},
+        links=(job_retry_link(JOB_RETRY, SHOWN_JOB),),
     )
-    def get(self, request: Request, job_id: str) -> Response:
-        return _job_detail(request, job_id)
 
-
-class UserJobDetailView(AccountHolderView):
-    @extend_schema(
-        summary="Get one of your jobs (dashboard session or API key)",
-        description="One of the account's jobs with all its fields and one delivery log per attempt.",
-        extensions=response_links(200, job_retry_link(USER_JOB_RETRY, SHOWN_JOB)),
-        responses={
-            200: JobDetailSchema,
-            **error_responses(400, 401, 403, 404, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 404: JOB_NOT_FOUND}),
-        },
-    )
     def get(self, request: Request, job_id: str) -> Response:
-        return _job_detail(request, job_id)
+        job = job_get(account=request_account(request), job_id=job_id)
+        return Response(JobDetailSerializer(job).data)
 
 
 class JobListQuery(RequestSerializer):
@@ -343,15 +342,14 @@ class JobListQuery(RequestSerializer):
     status = OneOfField(choices=JobStatus.values, required=False)
 
 
-JOB_LIST_PARAMETERS = [
+JOB_LIST_PARAMETERS = (
     OpenApiParameter("page", POSITIVE_INTEGER_SCHEMA, description="Page number, from 1", default=1),
     OpenApiParameter(
         "limit", POSITIVE_INTEGER_SCHEMA, description=f"Jobs per page; a larger value gives {MAX_PAGE_SIZE}", default=20
     ),
     OpenApiParameter("type", str, enum=JobType.values, description="Only jobs of this type"),
     OpenApiParameter("status", str, enum=JobStatus.values, description="Only jobs in this status"),
-]
-JOB_LIST_DESCRIPTION = "A page of the caller's jobs, newest first, without payloads or delivery logs. Filters combine."
+)
 QUERY_REFUSED = ErrorAnswer(
     "A query parameter is invalid (the message names it), or the API key was sent in both headers.",
     ApiKeyInBothHeaders,
@@ -359,108 +357,65 @@ QUERY_REFUSED = ErrorAnswer(
 )
 
 
-def _job_page(request: Request) -> Response:
-    query = JobListQuery(data=request.query_params.dict())
-    query.is_valid(raise_exception=True)
-    page = query.validated_data.get("page", 1)
-    limit = min(query.validated_data.get("limit", 20), MAX_PAGE_SIZE)
-    jobs, total = job_list(
-        account=request_account(request),
-        page=page,
-        limit=limit,
-        type=query.validated_data.get("type"),
-        status=query.validated_data.get("status"),
-    )
-    pagination = {"page": page, "limit": limit, "total": total, "totalPages": math.ceil(total / limit)}
-    return Response(JobPageSerializer({"data": jobs, "pagination": pagination}).data)
-
-
-class JobListView(ApiKeyView):
-    @extend_schema(
-        summary="List jobs, newest first",
-        description=JOB_LIST_DESCRIPTION,
-        operation_id="notifications_jobs_list",
+class JobListView(MountedView):
+    openapi = OperationText(
+        operation=JOB_LIST,
+        summary={API_CLIENT: "List jobs, newest first", ACCOUNT_HOLDER: "List your jobs, newest first"},
+        description="A page of the caller's jobs, newest first, without payloads or delivery logs. Filters combine.",
         parameters=JOB_LIST_PARAMETERS,
-        extensions=response_links(
-            200, job_status_link(JOB_STATUS, NEWEST_JOB_ON_PAGE), job_retry_link(JOB_RETRY, NEWEST_JOB_ON_PAGE)
-        ),
-        responses={200: JobPageSchema, **error_responses(400, 401, 403, 429, descriptions={400: QUERY_REFUSED})},
+        responses={200: JobPageSchema},
+        errors=(400, 401, 403, 429),
+        error_descriptions={400: QUERY_REFUSED},
+        links=(job_status_link(JOB_STATUS, NEWEST_JOB_ON_PAGE), job_retry_link(JOB_RETRY, NEWEST_JOB_ON_PAGE)),
     )
-    def get(self, request: Request) -> Response:
-        return _job_page(request)
 
-
-class UserJobListView(AccountHolderView):
-    @extend_schema(
-        summary="List your jobs, newest first (dashboard session or API key)",
-        description=JOB_LIST_DESCRIPTION,
-        operation_id="user_jobs_list",
-        parameters=JOB_LIST_PARAMETERS,
-        extensions=response_links(
-            200,
-            job_status_link(USER_JOB_STATUS, NEWEST_JOB_ON_PAGE),
-            job_retry_link(USER_JOB_RETRY, NEWEST_JOB_ON_PAGE),
-        ),
-        responses={
-            200: JobPageSchema,
-            **error_responses(400, 401, 403, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 400: QUERY_REFUSED}),
-        },
-    )
     def get(self, request: Request) -> Response:
-        return _job_page(request)
+        query = JobListQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        page = query.validated_data.get("page", 1)
+        limit = min(query.validated_data.get("limit", 20), MAX_PAGE_SIZE)
+        jobs, total = job_list(
+            account=request_account(request),
+            page=page,
+            limit=limit,
+            type=query.validated_data.get("type"),
+            status=query.validated_data.get("status"),
+        )
+        pagination = {"page": page, "limit": limit, "total": total, "totalPages": math.ceil(total / limit)}
+        return Response(JobPageSerializer({"data": jobs, "pagination": pagination}).data)
 
 
 JOB_REQUEUED = inline_serializer(
     "JobRequeued",
     {"jobId": serializers.CharField(), "status": job_enum_field("status"), "message": serializers.CharField()},
 )
-JOB_RETRY_DESCRIPTION = (
-    "Puts a job in `failed` status back in the queue: its attempts start again, its delivery logs stay, "
-    "and an email keeps its `provider` and `fallback`."
-)
-JOB_RETRY_ERRORS = {
-    400: ErrorAnswer(
-        "A paid account's failed email cannot be retried before a provider key is added, "
-        "or the API key was sent in both headers.",
-        ApiKeyInBothHeaders,
-        RetryNeedsProviderKey,
-    ),
-    404: ErrorAnswer("No such job among the caller's jobs, or it is not in `failed` status.", JobNotRetryable),
-}
 
 
-def _job_retry(request: Request, job_id: str) -> Response:
-    job = job_retry(account=request_account(request), job_id=job_id)
-    return Response({"jobId": str(job.id), "status": job.status, "message": REQUEUED_MESSAGE})
-
-
-class JobRetryView(ApiKeyView):
-    @extend_schema(
-        summary="Re-queue a failed job",
-        description=JOB_RETRY_DESCRIPTION,
-        request=None,
-        extensions=response_links(200, job_status_link(JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB)),
-        responses={200: JOB_REQUEUED, **error_responses(400, 401, 403, 404, 411, 429, descriptions=JOB_RETRY_ERRORS)},
-    )
-    def post(self, request: Request, job_id: str) -> Response:
-        return _job_retry(request, job_id)
-
-
-class UserJobRetryView(AccountHolderView):
-    @extend_schema(
-        summary="Re-queue one of your failed jobs (dashboard session or API key)",
-        description=JOB_RETRY_DESCRIPTION,
-        request=None,
-        extensions=response_links(200, job_status_link(USER_JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB)),
-        responses={
-            200: JOB_REQUEUED,
-            **error_responses(
-                400, 401, 403, 404, 411, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, **JOB_RETRY_ERRORS}
+class JobRetryView(MountedView):
+    openapi = OperationText(
+        operation=JOB_RETRY,
+        summary={API_CLIENT: "Re-queue a failed job", ACCOUNT_HOLDER: "Re-queue one of your failed jobs"},
+        description=(
+            "Puts a job in `failed` status back in the queue: its attempts start again, its delivery logs stay, "
+            "and an email keeps its `provider` and `fallback`."
+        ),
+        responses={200: JOB_REQUEUED},
+        errors=(400, 401, 403, 404, 411, 429),
+        error_descriptions={
+            400: ErrorAnswer(
+                "A paid account's failed email cannot be retried before a provider key is added, "
+                "or the API key was sent in both headers.",
+                ApiKeyInBothHeaders,
+                RetryNeedsProviderKey,
             ),
+            404: ErrorAnswer("No such job among the caller's jobs, or it is not in `failed` status.", JobNotRetryable),
         },
+        links=(job_status_link(JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB),),
     )
+
     def post(self, request: Request, job_id: str) -> Response:
-        return _job_retry(request, job_id)
+        job = job_retry(account=request_account(request), job_id=job_id)
+        return Response({"jobId": str(job.id), "status": job.status, "message": REQUEUED_MESSAGE})
 
 
 DASHBOARD_PERIODS = [7, 30, 90]

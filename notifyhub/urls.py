@@ -10,7 +10,7 @@ from core.api.views import SchemaView, api_not_found
 from core.metrics import MetricsView
 from domains.views import DomainView
 from notifications.observability import QueueCollector
-from notifications.views import DashboardStatsView, UserJobDetailView, UserJobListView, UserJobRetryView
+from notifications.views import ACCOUNT_HOLDER, DashboardStatsView, JobDetailView, JobListView, JobRetryView
 
 urlpatterns = [
     path("api/v1/health", HealthView.as_view(), name="health"),
@@ -21,9 +21,10 @@ urlpatterns = [
     path("api/v1/user/domain", DomainView.as_view()),
     path("api/v1/user/usage", UsageView.as_view(), name="user-usage"),
     path("api/v1/user/dashboard", DashboardStatsView.as_view(), name="user-dashboard"),
-    path("api/v1/user/jobs", UserJobListView.as_view(), name="user-job-list"),
-    path("api/v1/user/jobs/<str:job_id>", UserJobDetailView.as_view(), name="user-job-detail"),
-    path("api/v1/user/jobs/<str:job_id>/retry", UserJobRetryView.as_view(), name="user-job-retry"),
+    # The job views that notifications/urls.py mounts for API clients, mounted again for the account holder.
+    path("api/v1/user/jobs", JobListView.as_view(mount=ACCOUNT_HOLDER), name="user-job-list"),
+    path("api/v1/user/jobs/<str:job_id>", JobDetailView.as_view(mount=ACCOUNT_HOLDER), name="user-job-detail"),
+    path("api/v1/user/jobs/<str:job_id>/retry", JobRetryView.as_view(mount=ACCOUNT_HOLDER), name="user-job-retry"),
     path("api/v1/webhooks/", include("webhooks_inbound.urls")),
     path("api/v1/admin/", include("staff.urls")),
     path("api/v1/schema/", SchemaView.as_view(), name="schema"),

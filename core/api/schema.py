@@ -1,5 +1,6 @@
 """OpenAPI: the envelope every response really has, the API-key schemes, the errors an operation answers,
-request fields and bodies as narrow as the API's checks, and the links from an answer to what may follow it.
+request fields and bodies as narrow as the API's checks, the links from an answer to what may follow it, and the
+text of an operation served at more than one mount.
 
 The views import :func:`error_responses` from here, which also registers this module's
 drf-spectacular extensions before any schema is generated.
@@ -8,17 +9,18 @@ drf-spectacular extensions before any schema is generated.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, cast
 
 from drf_spectacular.extensions import (
     OpenApiAuthenticationExtension,
     OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
 )
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_basic_type
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from core.api.exceptions import (
     ApiKeyInBothHeaders,
@@ -37,7 +39,7 @@ from core.api.parsers import PARSER_REFUSALS
 from core.errors import AccountInactive, AccountMissing, CodedError
 
 if TYPE_CHECKING:
-    from drf_spectacular.openapi import AutoSchema
+    from core.api.views import Mount, MountedView
 
 TIMESTAMP = {"type": "string", "format": "date-time", "example": "2026-11-21T10:04:05.123Z"}
 CODE_PATTERN = "^[a-z][a-z0-9]*(_[a-z0-9]+)*$"
@@ -254,3 +256,87 @@ def wrap_responses_in_envelope(result: dict[str, Any], **kwargs: Any) -> dict[st
                 else:
                     media["schema"] = {"$ref": "#/components/schemas/ErrorEnvelope"}
     return result
+
+
+@dataclass(frozen=True)
+class OperationText:
+    """The OpenAPI text of an operation served at more than one mount (core/api/views.py's ``MountedView``), written
+    once. Each mount adds what it says: the prefix of every operation id (the operation's own and its links'
+    targets'), the note after the summary, and what an error means to its callers. Words that differ otherwise are
+    given per mount.
+    """
+
+    # The operation's id within a mount: "jobs_list" is "user_jobs_list" at the mount whose prefix is "user".
+    operation: str
+    summary: Mapping[Mount, str]
+    description: str | Mapping[Mount, str]
+    # The success answers, as ``extend_schema(responses=...)`` takes them; the error answers are ``errors``.
+    responses: Mapping[int, Any]
+    errors: tuple[int, ...]
+    # What an error means for this operation, over what it means at the mount.
+    error_descriptions: Mapping[int, ErrorAnswer] = field(default_factory=dict)
+    # The 200 answer's links, each naming an operation by its id within the same mount.
+    links: tuple[Link, ...] = ()
+    parameters: tuple[OpenApiParameter, ...] = ()
+    request: Any = None
+
+    def operation_id_at(self, mount: Mount) -> str:
+        return mount.operation_id(self.operation)
+
+    def summary_at(self, mount: Mount) -> str:
+        return self.summary[mount] + mount.summary_note
+
+    def description_at(self, mount: Mount) -> str:
+        return self.description if isinstance(self.description, str) else self.description[mount]
+
+    def responses_at(self, mount: Mount) -> dict[int, Any]:
+        errors = error_responses(*self.errors, descriptions={**mount.error_descriptions, **self.error_descriptions})
+        return {**self.responses, **errors}
+
+    def extensions_at(self, mount: Mount) -> dict[str, Any]:
+        links = [replace(link, operation_id=mount.operation_id(link.operation_id)) for link in self.links]
+        return response_links(200, *links) if links else {}
+
+
+class MountedSchema(AutoSchema):
+    """A ``MountedView``'s operation: its ``openapi`` text as the view's mount reads it.
+
+    drf-spectacular builds each path's view with that URL's ``as_view()`` arguments before it reads the view (its
+    generator's ``create_view``), so the view here knows its mount. Every method is one AutoSchema leaves to be
+    overridden ("override this for custom behaviour").
+    """
+
+    def get_operation_id(self) -> str:
+        text, mount = _mounted(self)
+        return text.operation_id_at(mount)
+
+    def get_summary(self) -> str:
+        text, mount = _mounted(self)
+        return text.summary_at(mount)
+
+    # AutoSchema's own get_description() drops the (path, method) of DRF's inspector, and tells mypy so the same way.
+    def get_description(self) -> str:  # type: ignore[override]
+        text, mount = _mounted(self)
+        return text.description_at(mount)
+
+    def get_override_parameters(self) -> list[Any]:
+        text, _ = _mounted(self)
+        return list(text.parameters)
+
+    def get_request_serializer(self) -> Any:
+        text, _ = _mounted(self)
+        return text.request
+
+    def get_response_serializers(self) -> Any:
+        text, mount = _mounted(self)
+        return text.responses_at(mount)
+
+    def get_extensions(self) -> dict[str, Any]:
+        text, mount = _mounted(self)
+        return text.extensions_at(mount)
+
+
+def _mounted(schema: AutoSchema) -> tuple[OperationText, Mount]:
+    view = cast("MountedView", schema.view)
+    assert view.mount is not None, "MountedView.as_view() serves a view only at its mount"
+    return view.openapi, view.mount

@@ -1,12 +1,15 @@
-"""What every API endpoint shares: one response format, and envelope errors outside DRF."""
+"""What every API endpoint shares: one response format, envelope errors outside DRF, and one view serving an
+operation at more than one mount."""
 
 from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.views.decorators.csrf import csrf_exempt
@@ -28,7 +31,11 @@ from core.api.exceptions import (
     ServiceUnavailable,
     first_message,
 )
+from core.api.schema import ErrorAnswer, MountedSchema, OperationText
 from core.unavailable import RETRY_AFTER_SECONDS, is_service_fault, log_service_fault
+
+if TYPE_CHECKING:
+    from rest_framework.views import AsView, GenericView
 
 
 class EnvelopeNegotiation(DefaultContentNegotiation):
@@ -73,6 +80,54 @@ class ApiView(APIView):
             # DRF's session authentication refuses an unsafe request without its CSRF token with this, and no
             # authenticator refuses with it otherwise: the API key's refusals are the API's own conditions.
             raise CsrfFailed(reason=first_message(refusal.detail)) from None
+
+
+@dataclass(frozen=True, eq=False)
+class Mount:
+    """One place a :class:`MountedView` is served: who may call it there, and what its OpenAPI text says there.
+
+    Compared by identity: each mount is one constant, and an operation's text gives its words per mount.
+    """
+
+    # The base view whose authentication, permissions and throttles apply here (accounts/access.py's two).
+    access: type[APIView]
+    # Starts each operation id here: "user" makes "user_jobs_list".
+    operation_prefix: str
+    # Ends each summary here, e.g. who may call: " (dashboard session or API key)".
+    summary_note: str = ""
+    # What an error status means to the callers here, over core/api/schema.py's ERROR_DESCRIPTIONS.
+    error_descriptions: Mapping[int, ErrorAnswer] = field(default_factory=dict)
+
+    def operation_id(self, name: str) -> str:
+        return f"{self.operation_prefix}_{name}"
+
+
+class MountedView(ApiView):
+    """An operation served at more than one URL, each for its own callers: one class, mounted at each URL with
+    ``as_view(mount=...)``, so that what the operation does and what its document says are written once.
+
+    Who may call comes from the mount. The OpenAPI text is the class's ``openapi``, which :class:`MountedSchema` reads
+    as each mount says.
+    """
+
+    schema = MountedSchema()
+    openapi: OperationText
+    # The mount an instance serves, from its URL's as_view(), which sets only attributes the class has.
+    mount: Mount | None = None
+
+    @classmethod
+    def as_view(cls, **initkwargs: Any) -> AsView[GenericView]:
+        mount = initkwargs.get("mount")
+        if not isinstance(mount, Mount):
+            raise ImproperlyConfigured(f"{cls.__name__} is served only at a mount: as_view(mount=...)")
+        # As Django sets any attribute per URL: the mount's callers are authenticated, permitted and throttled as
+        # its access view's are, here and in the OpenAPI document, which builds each view with these arguments.
+        return super().as_view(
+            authentication_classes=mount.access.authentication_classes,
+            permission_classes=mount.access.permission_classes,
+            throttle_classes=mount.access.throttle_classes,
+            **initkwargs,
+        )
 
 
 class SchemaView(SpectacularAPIView):
