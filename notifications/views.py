@@ -4,7 +4,6 @@ import math
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -13,7 +12,6 @@ from rest_framework.response import Response
 from accounts.access import AccountHolderView, ApiKeyView
 from accounts.authentication import request_account
 from accounts.models import Account
-from core.api.envelope import success_response
 from core.api.exceptions import ApiKeyInBothHeaders, ValidationFailed
 from core.api.fields import (
     POSITIVE_INTEGER_SCHEMA,
@@ -179,11 +177,11 @@ class SendView(ApiKeyView):
     def create_job(self, account: Account, data: dict[str, Any]) -> Job:
         raise NotImplementedError
 
-    def post(self, request: Request) -> HttpResponse:
+    def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         job = self.create_job(request_account(request), serializer.validated_data)
-        return success_response(job_accepted(job), status=202)
+        return Response(job_accepted(job), status=202)
 
 
 # The pairing of `provider` and `fallback` that validate() checks: a fallback needs a provider, another one.
@@ -248,7 +246,7 @@ class SendEmailView(SendView):
         responses={202: JobAcceptedSerializer, **EMAIL_SEND_ERRORS},
         extensions=SEND_LINKS,
     )
-    def post(self, request: Request) -> HttpResponse:
+    def post(self, request: Request) -> Response:
         return super().post(request)
 
     def create_job(self, account: Account, data: dict[str, Any]) -> Job:
@@ -299,7 +297,7 @@ class SendWebhookView(SendView):
         responses={202: JobAcceptedSerializer, **WEBHOOK_SEND_ERRORS},
         extensions=SEND_LINKS,
     )
-    def post(self, request: Request) -> HttpResponse:
+    def post(self, request: Request) -> Response:
         return super().post(request)
 
     def create_job(self, account: Account, data: dict[str, Any]) -> Job:

@@ -40,13 +40,9 @@ def error_response(status: int, error: CodedError, *, details: Mapping[str, Any]
     return _envelope_response(error_body(error.code, error.message, details), status)
 
 
-# Off the framework's road: docs/departures.md, "direct-202".
 def success_response(data: Any, status: int = 200) -> JsonResponse:
-    """An envelope success rendered at once, for the send endpoints.
-
-    A DRF Response is rendered later through content negotiation, a renderer context and
-    template-response rendering: more work than the four fields of a 202 it wraps.
-    """
+    """An envelope success from a plain Django view (the provider-event receivers); DRF views return a
+    ``Response``, which EnvelopeRenderer wraps."""
     return _envelope_response(success_body(data), status)
 
 

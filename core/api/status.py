@@ -12,7 +12,6 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.api.envelope import success_response
 from core.api.exceptions import ApiError
 from core.api.fields import OneOfField
 from core.api.schema import ErrorAnswer, error_responses
@@ -76,7 +75,7 @@ class HealthView(PublicView):
         down = [part for part, status in parts.items() if status != OK]
         if down:
             return Unhealthy(down=down).response(details=parts)
-        return success_response({"status": OK, **parts})
+        return Response({"status": OK, **parts})
 
 
 class InfoView(PublicView):
