@@ -9,8 +9,10 @@ export PORT
 METRICS_DIR := $(CURDIR)/var/metrics
 # The browser tests (tests/browser/) drive Debian's Chromium through Playwright.
 CHROMIUM := /usr/bin/chromium
+# The pooled fault tests (tests/faults/test_pooler.py) start Debian's PgBouncer in front of their PostgreSQL.
+PGBOUNCER := /usr/sbin/pgbouncer
 
-.PHONY: install install-dev lock run test browser screenshots lint bench clean
+.PHONY: install install-dev lock run test browser pgbouncer screenshots lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,7 +55,7 @@ run: install
 	rm -rf $(METRICS_DIR) && mkdir -p $(METRICS_DIR)
 	PROMETHEUS_MULTIPROC_DIR=$(METRICS_DIR) $(BIN)/honcho start --procfile Procfile
 
-test: install-dev browser
+test: install-dev browser pgbouncer
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # Chromium for the browser tests: installed when missing if this runs as root with apt-get, else a stop
@@ -65,6 +67,17 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	  fi; \
 	  test -x $(CHROMIUM) || { echo "The browser tests need Chromium at $(CHROMIUM): run  apt-get install -y chromium  (as root)" >&2; exit 1; }; \
+	fi
+
+# PgBouncer for the pooled fault tests, as Chromium above: installed when missing if this runs as root with apt-get,
+# else a stop that names the command.
+pgbouncer:
+	@if [ ! -x $(PGBOUNCER) ] && ! command -v pgbouncer >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing Debian's PgBouncer for the pooled fault tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer; \
+	  fi; \
+	  test -x $(PGBOUNCER) || command -v pgbouncer >/dev/null || { echo "The pooled fault tests need PgBouncer at $(PGBOUNCER): run  apt-get install -y pgbouncer  (as root)" >&2; exit 1; }; \
 	fi
 
 # Every page at 1280 and 390 px wide into var/screenshots/, as a paid demo holder (tests/browser/screenshots.py).

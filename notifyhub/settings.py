@@ -114,8 +114,22 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
+# What DATABASE_URL points at: PostgreSQL itself ("none"), or PgBouncer in transaction pooling in front of it
+# ("pgbouncer"), which hands each transaction the server connection that is free (docs/operations.md, "Beyond one
+# machine").
+DATABASE_POOLERS = ("none", "pgbouncer")
+DATABASE_POOLER = env_optional("DATABASE_POOLER") or "none"
+if DATABASE_POOLER not in DATABASE_POOLERS:
+    raise ImproperlyConfigured(
+        f"DATABASE_POOLER must be 'none' (DATABASE_URL is PostgreSQL itself) or 'pgbouncer' (PgBouncer in "
+        f"transaction pooling), got {DATABASE_POOLER!r}"
+    )
 _database = environ.Env.db_url_config(DATABASE_URL)
 if _database["ENGINE"] == "django.db.backends.sqlite3":
+    if DATABASE_POOLER != "none":
+        raise ImproperlyConfigured(
+            f"DATABASE_POOLER={DATABASE_POOLER} needs DATABASE_URL to be the pooler's postgres:// URL"
+        )
     private_dir(VAR_DIR)
     if _database["NAME"] != ":memory:":
         private_file(Path(_database["NAME"]))
@@ -133,14 +147,29 @@ elif _database["ENGINE"] == "django.db.backends.postgresql":
     _database["CONN_HEALTH_CHECKS"] = True
     # Parameters travel apart from the SQL, and a statement run five times on one connection is
     # prepared once: the server stops parsing and planning the accept path's statements
-    # (bench/RESULTS.md). A pooler in transaction mode needs
-    # prepared statement support (PgBouncer 1.21+, max_prepared_statements) or
-    # DATABASE_PREPARED_STATEMENTS=false.
+    # (bench/RESULTS.md). A statement is prepared in one server session, which a transaction pooler hands to
+    # another client after the transaction: behind PgBouncer nothing is prepared, and asking for it is refused.
+    _pooled = DATABASE_POOLER == "pgbouncer"
+    _prepared_statements = env_bool("DATABASE_PREPARED_STATEMENTS", not _pooled)
+    if _pooled and _prepared_statements:
+        raise ImproperlyConfigured(
+            "DATABASE_PREPARED_STATEMENTS=true cannot be used with DATABASE_POOLER=pgbouncer, where a statement "
+            "prepared on one server connection does not exist on the next one the pooler hands out: unset it or set "
+            "it to false"
+        )
+    # Unnamed statements bound on the server still work through PgBouncer: each one's Parse, Bind and Execute
+    # travel together, before the pooler may hand the connection on.
     _database["OPTIONS"] = {
         **_database.get("OPTIONS", {}),
         "server_side_binding": True,
-        "prepare_threshold": 5 if env_bool("DATABASE_PREPARED_STATEMENTS", True) else None,
+        "prepare_threshold": 5 if _prepared_statements else None,
     }
+    if _pooled:
+        # .iterator() would DECLARE a cursor in one server session and FETCH from whichever comes next. With Django's
+        # documented setting for transaction pooling it runs an ordinary query and reads its whole result at once.
+        # Nothing else here keeps session state (docs/operations.md, "Beyond one machine"): the SET TIME ZONE Django
+        # may send on connecting is kept by PgBouncer for its client and set again on each server connection.
+        _database["DISABLE_SERVER_SIDE_CURSORS"] = True
 else:
     # The scheme alone: the rest of the URL may hold a password.
     _scheme = DATABASE_URL.partition(":")[0]

@@ -1,10 +1,12 @@
 """The fault tests' service, all of its own: PostgreSQL (initdb, pg_ctl), Redis, an HTTPS receiver in this process,
-and the Procfile's web, worker and beat under honcho, with Startup API keys to send with.
+and the Procfile's web, worker and beat under honcho, with Startup API keys to send with. ``pooled_harness`` lays it
+out as docs/operations.md ("Beyond one machine") does: a PgBouncer in transaction pooling in front of PostgreSQL and
+three worker nodes.
 
 None of the suite's DATABASE_URL or REDIS_URL is used, so the tests run in the embedded `make test` as well. They
-need initdb and pg_ctl (on PATH, or /usr/lib/postgresql/*/bin) and redis-server: without them they skip, or fail
-under NOTIFYHUB_REQUIRE_SERVICES=true (CI). The processes' logs stay in pytest's temporary folder ("faults0"),
-named in every failure.
+need initdb and pg_ctl (on PATH, or /usr/lib/postgresql/*/bin) and redis-server, and the pooled ones pgbouncer (on
+PATH, or /usr/sbin): without them they skip, or fail under NOTIFYHUB_REQUIRE_SERVICES=true (CI). The processes' logs
+stay in pytest's temporary folder ("faults0", "pooled0"), named in every failure.
 """
 
 from __future__ import annotations
@@ -29,12 +31,21 @@ from tests.fakes.receiver import Receiver
 from tests.faults.harness import Harness
 from tests.faults.load import MAX_RATE, Traffic
 from tests.faults.report import HEADER, ROWS, Fault, report_path, start_report
-from tests.faults.services import Postgres, ProcfileProcesses, postgres_bin_dir
+from tests.faults.services import (
+    PgBouncer,
+    Postgres,
+    ProcfileProcesses,
+    pgbouncer_binary,
+    postgres_bin_dir,
+    procfile_without_worker_restarts,
+)
 from tests.servers import RedisServer
 
 # The suite's own settings, which must not reach the service's processes.
 SUITE_VARIABLES = (
     "DATABASE_URL",
+    "DATABASE_POOLER",
+    "DATABASE_PREPARED_STATEMENTS",
     "REDIS_URL",
     "NOTIFYHUB_VAR_DIR",
     "DJANGO_SETTINGS_MODULE",
@@ -47,6 +58,8 @@ API_KEYS = math.ceil(MAX_RATE * 60 / REQUESTS_PER_KEY) + 2
 WARM_UP = Traffic("warm-up", rate=10, count=10)
 # The worker's first task imports the delivery code and opens its connections.
 WARM_UP_SECONDS = 90.0
+# Worker nodes sharing one queue in the pooled layout, each its own Celery node name (worker.1, worker.2, ...).
+POOLED_WORKERS = 3
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,26 +73,80 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(line)
 
 
+@pytest.fixture(scope="session")
+def fault_report() -> None:
+    """The report of every scenario the session runs, the direct service's and the pooled one's, begun once."""
+    start_report(report_path())
+
+
 @pytest.fixture(scope="module")
-def harness(ca: trustme.CA, ca_bundle: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+def harness(
+    ca: trustme.CA, ca_bundle: str, tmp_path_factory: pytest.TempPathFactory, fault_report: None
+) -> Iterator[Harness]:
     bin_dir = _required_binaries()
     folder = tmp_path_factory.mktemp("faults")
-    start_report(report_path())
     with contextlib.ExitStack() as stack:
-        postgres = Postgres(bin_dir, log_dir=folder)
-        stack.callback(postgres.stop)
-        postgres.start()
-        redis = RedisServer(folder)
-        stack.callback(redis.stop)
-        redis.start()
-        receiver = stack.enter_context(Receiver(ca))
-        env = _service_env(postgres, redis, ca_bundle, folder / "var")
-        api_keys = _seed(env, folder)
-        log_path = folder / "procfile.log"
-        processes = stack.enter_context(ProcfileProcesses(env, web_port=free_port(), log_path=log_path))
-        harness = Harness(postgres, redis, processes, receiver, api_keys, log_dir=folder)
-        _warm_up(harness)
+        postgres = _started_postgres(stack, bin_dir, folder)
+        env = _service_env(postgres.url, ca_bundle, folder / "var")
+        yield _started_service(stack, ca, env, folder, postgres=postgres)
+
+
+@pytest.fixture(scope="module")
+def pooled_harness(
+    ca: trustme.CA, ca_bundle: str, tmp_path_factory: pytest.TempPathFactory, fault_report: None
+) -> Iterator[Harness]:
+    """Every process's DATABASE_URL at a PgBouncer in transaction pooling (migrations too), with
+    DATABASE_POOLER=pgbouncer; the Procfile's web and beat, and three worker nodes that are never started again."""
+    bin_dir = _required_binaries()
+    pgbouncer_bin = _required_pgbouncer()
+    folder = tmp_path_factory.mktemp("pooled")
+    with contextlib.ExitStack() as stack:
+        postgres = _started_postgres(stack, bin_dir, folder)
+        pgbouncer = PgBouncer(pgbouncer_bin, postgres, log_dir=folder)
+        stack.callback(pgbouncer.stop)
+        pgbouncer.start()
+        env = {**_service_env(pgbouncer.url, ca_bundle, folder / "var"), "DATABASE_POOLER": "pgbouncer"}
+        procfile = procfile_without_worker_restarts(folder)
+        harness = _started_service(stack, ca, env, folder, postgres=postgres, procfile=procfile, workers=POOLED_WORKERS)
+        harness.processes.wait_for_workers(POOLED_WORKERS)
         yield harness
+
+
+def _started_postgres(stack: contextlib.ExitStack, bin_dir: Path, folder: Path) -> Postgres:
+    postgres = Postgres(bin_dir, log_dir=folder)
+    stack.callback(postgres.stop)
+    postgres.start()
+    return postgres
+
+
+def _started_service(
+    stack: contextlib.ExitStack,
+    ca: trustme.CA,
+    env: dict[str, str],
+    folder: Path,
+    *,
+    postgres: Postgres,
+    procfile: Path = ROOT / "Procfile",
+    workers: int = 1,
+) -> Harness:
+    """Redis, the receiver, the seeded database and the Procfile's processes, warmed up; ``stack`` stops them."""
+    redis = RedisServer(folder)
+    stack.callback(redis.stop)
+    redis.start()
+    receiver = stack.enter_context(Receiver(ca))
+    env = {**env, "REDIS_URL": redis.url}
+    api_keys = _seed(env, folder)
+    processes = ProcfileProcesses(
+        env,
+        web_port=free_port(),
+        log_path=folder / "procfile.log",
+        procfile=procfile,
+        concurrency={"worker": workers},
+    )
+    stack.enter_context(processes)
+    harness = Harness(postgres, redis, processes, receiver, api_keys, log_dir=folder)
+    _warm_up(harness)
+    return harness
 
 
 def _required_binaries() -> Path:
@@ -96,12 +163,19 @@ def _required_binaries() -> Path:
     return bin_dir
 
 
-def _service_env(postgres: Postgres, redis: RedisServer, ca_bundle: str, var_dir: Path) -> dict[str, str]:
+def _required_pgbouncer() -> Path:
+    binary = pgbouncer_binary()
+    if binary is None:
+        _unavailable("the pooled fault tests need pgbouncer (apt-get install pgbouncer)")
+    assert binary is not None
+    return binary
+
+
+def _service_env(database_url: str, ca_bundle: str, var_dir: Path) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if name not in SUITE_VARIABLES}
     env.update(
         DJANGO_SETTINGS_MODULE="notifyhub.settings",
-        DATABASE_URL=postgres.url,
-        REDIS_URL=redis.url,
+        DATABASE_URL=database_url,
         NOTIFYHUB_VAR_DIR=str(var_dir),
         DEBUG="false",
         # The receiver is on 127.0.0.1, its certificate from the test's own CA; production keeps both off.

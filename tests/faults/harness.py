@@ -50,9 +50,10 @@ class Harness:
 
     # --- Faults -----------------------------------------------------------------------------------------------
 
-    def kill_worker(self) -> Fault:
-        """SIGKILL to the Celery worker, whatever it is doing; bin/keep-running starts it again."""
-        pid = self.processes.worker_pid()
+    def kill_worker(self, node: str | None = None) -> Fault:
+        """SIGKILL to the Celery worker (the one honcho names ``node``, of several), whatever it is doing. Under the
+        Procfile bin/keep-running starts it again; under ``procfile_without_worker_restarts`` it stays dead."""
+        pid = self.processes.worker_pids()[node] if node else self.processes.worker_pid()
         os.kill(pid, signal.SIGKILL)
         killed_at = time.time()
         self.killed.append(pid)
@@ -94,6 +95,12 @@ class Harness:
             ).fetchall()
         found = {str(job_id): str(status) for job_id, status in rows}
         return {job_id: found.get(job_id, "missing") for job_id in job_ids if found.get(job_id) in (None, *UNFINISHED)}
+
+    def jobs_with_idempotency_key(self, key: str) -> int:
+        with self.postgres.connect() as connection:
+            found = connection.execute("SELECT count(*) FROM notifications_job WHERE idempotency_key = %s", [key])
+            (count,) = found.fetchone() or (0,)
+        return cast(int, count)
 
     def _settled(self, traffic: Traffic, job_ids: set[str]) -> bool:
         arrived = {delivery.webhook_id for delivery in self.deliveries(traffic)}

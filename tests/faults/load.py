@@ -1,4 +1,4 @@
-"""Webhook sends through the real API at a steady rate, from threads, while a test breaks a service.
+"""Webhook sends through the real API at a steady rate, from threads, while a test breaks a service; or many at once.
 
 Every request's answer is kept: its status (or the name of the error when none came), when it was sent and answered,
 and the job id of a 202. Requests are not retried: a retry could make a second job of one request.
@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from bench.common import ACCEPT_PATH, API_HEADERS
@@ -107,3 +108,25 @@ class Load:
             connection.close()
         job_id = json.loads(content)["data"]["jobId"] if response.status == 202 else None
         return Answer(number, sent_at, time.time(), str(response.status), job_id)
+
+
+def send_together(*, port: int, api_key: str, body: bytes, count: int) -> list[tuple[str, bytes]]:
+    """``count`` sends of one ``body`` with one key, each on a connection of its own, let go at once: each one's
+    status (or the error's name) and the body it was answered with."""
+    start = threading.Barrier(count, timeout=REQUEST_TIMEOUT_SECONDS)
+
+    def send(_: int) -> tuple[str, bytes]:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_SECONDS)
+        try:
+            connection.connect()  # connected first, so the barrier lets go of requests, not handshakes
+            start.wait()
+            connection.request("POST", ACCEPT_PATH, body=body, headers={**API_HEADERS, "X-API-Key": api_key})
+            response = connection.getresponse()
+            return str(response.status), response.read()
+        except (OSError, http.client.HTTPException) as error:
+            return type(error).__name__, b""
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(send, range(count)))

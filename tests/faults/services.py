@@ -1,4 +1,5 @@
-"""What a fault test runs and breaks: a PostgreSQL server and the Procfile's processes of its own.
+"""What a fault test runs and breaks: a PostgreSQL server, a PgBouncer in front of it, and the Procfile's processes
+of its own.
 
 Redis is ``RedisServer`` (tests/servers.py), which stops and starts on one port. Each class
 stops everything it started, whatever the test's outcome.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +29,8 @@ from tests.servers import end_marked_processes, marked_processes
 POSTGRES_USER = "postgres"
 DATABASE = "notifyhub"
 DEBIAN_POSTGRES = Path("/usr/lib/postgresql")
+# Debian's package puts it in sbin, which a user's PATH may leave out.
+DEBIAN_PGBOUNCER = Path("/usr/sbin/pgbouncer")
 
 
 def postgres_bin_dir() -> Path | None:
@@ -43,6 +47,26 @@ def _debian_version(bin_dir: Path) -> list[int]:
     return [int(part) for part in bin_dir.parent.name.split(".") if part.isdigit()]
 
 
+def pgbouncer_binary() -> Path | None:
+    """PgBouncer on PATH, else Debian's, else None."""
+    on_path = shutil.which("pgbouncer")
+    if on_path:
+        return Path(on_path)
+    return DEBIAN_PGBOUNCER if DEBIAN_PGBOUNCER.exists() else None
+
+
+def _as_postgres_user(folder: Path) -> list[str]:
+    """The prefix that runs a command as the postgres user, who is then given ``folder``; nothing when not root.
+
+    PostgreSQL and PgBouncer both refuse to run as root.
+    """
+    if os.geteuid() != 0:
+        return []
+    owner = pwd.getpwnam(POSTGRES_USER)
+    os.chown(folder, owner.pw_uid, owner.pw_gid)
+    return ["runuser", "-u", POSTGRES_USER, "--"]
+
+
 class Postgres:
     """A PostgreSQL server on a free port, its cluster made by initdb in a temporary folder, run by pg_ctl.
 
@@ -54,11 +78,7 @@ class Postgres:
         self._bin = bin_dir
         self._log_dir = log_dir
         self._root = Path(tempfile.mkdtemp(prefix="notifyhub-faults-pg-"))
-        self._as_owner: list[str] = []
-        if os.geteuid() == 0:
-            owner = pwd.getpwnam(POSTGRES_USER)
-            os.chown(self._root, owner.pw_uid, owner.pw_gid)
-            self._as_owner = ["runuser", "-u", POSTGRES_USER, "--"]
+        self._as_owner = _as_postgres_user(self._root)
         self._data = self._root / "data"
         self._log = self._root / "postgres.log"
 
@@ -111,17 +131,172 @@ class Postgres:
             os.kill(int((self._data / "postmaster.pid").read_text().split()[0]), signal.SIGKILL)
 
 
+class PgBouncer:
+    """PgBouncer in transaction pooling on a free port, in front of ``postgres``: its configuration, user list and
+    log in a temporary folder, the process in the foreground of a session of its own.
+
+    Like the server, it refuses to run as root: as root it runs as the postgres user, who owns the folder.
+    """
+
+    def __init__(self, binary: Path, postgres: Postgres, log_dir: Path) -> None:
+        self.port = free_port()
+        self._binary = binary
+        self._postgres = postgres
+        self._log_dir = log_dir
+        self._root = Path(tempfile.mkdtemp(prefix="notifyhub-faults-pgbouncer-"))
+        self._as_owner = _as_postgres_user(self._root)
+        self._log = self._root / "pgbouncer.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"postgres://{POSTGRES_USER}@127.0.0.1:{self.port}/{DATABASE}"
+
+    def start(self) -> None:
+        config = self._write_config()
+        with self._log.open("ab") as log:
+            self._process = subprocess.Popen(
+                [*self._as_owner, str(self._binary), str(config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            self._wait_until_it_answers()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        try:
+            if process is not None:
+                _end_pgbouncer(process, through_runuser=bool(self._as_owner))
+        finally:
+            with contextlib.suppress(OSError):
+                shutil.copy(self._log, self._log_dir / "pgbouncer.log")
+            shutil.rmtree(self._root, ignore_errors=True)
+
+    def _write_config(self) -> Path:
+        users = self._root / "userlist.txt"
+        users.write_text(f'"{POSTGRES_USER}" ""\n')  # trust asks no password, but the user must be listed
+        config = self._root / "pgbouncer.ini"
+        config.write_text(
+            "[databases]\n"
+            f"* = host=127.0.0.1 port={self._postgres.port}\n"
+            "\n[pgbouncer]\n"
+            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\n"
+            # No Unix socket: nothing in /tmp is shared with the machine's own PgBouncer.
+            "unix_socket_dir =\n"
+            f"auth_type = trust\nauth_file = {users}\n"
+            "pool_mode = transaction\ndefault_pool_size = 10\n"
+            # Each thread of every web, worker and beat process keeps a client connection; the default is 100.
+            "max_client_conn = 500\n"
+            # As docs/operations.md's pgbouncer.ini: after a failed login to PostgreSQL (a restart), try again within a
+            # second rather than 15; a query that waits 10 s for a server connection fails, rather than after 120.
+            "server_login_retry = 1\nquery_wait_timeout = 10\n"
+        )
+        return config  # readable by all, as the postgres user needs; PgBouncer writes nothing in the folder
+
+    def _wait_until_it_answers(self) -> None:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with self.connect() as connection:
+                    connection.execute("SELECT 1")
+                return
+            except psycopg.OperationalError:
+                if self._process is None or self._process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"PgBouncer did not answer on port {self.port}; see {self._log_dir / 'pgbouncer.log'}"
+                    ) from None
+                time.sleep(0.1)
+
+    def connect(self) -> psycopg.Connection[tuple[object, ...]]:
+        # Nothing prepared: the next statement may run in another server session.
+        return psycopg.connect(
+            host="127.0.0.1",
+            port=self.port,
+            user=POSTGRES_USER,
+            dbname=DATABASE,
+            connect_timeout=5,
+            autocommit=True,
+            prepare_threshold=None,
+        )
+
+
+def _end_pgbouncer(process: subprocess.Popen[bytes], *, through_runuser: bool) -> None:
+    """SIGTERM, PgBouncer's immediate shutdown, to PgBouncer itself: runuser then reaps it and ends too (signalled
+    itself, runuser would wait 2 s, kill it and leave it unreaped). SIGKILL to the whole session if it lingers."""
+    pgbouncer = _children(process.pid) if through_runuser else [process.pid]
+    for pid in pgbouncer or [process.pid]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _children(pid: int) -> list[int]:
+    with contextlib.suppress(OSError, ValueError):
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return []
+
+
+# Runs a command once and then waits instead of exiting: honcho stops every process as soon as one exits, and a
+# worker a test kills must stay dead while the others go on.
+RUN_ONCE = """#!/bin/sh
+"$@"
+echo "run-once: $1 exited with status $?; not starting it again" >&2
+exec sleep infinity
+"""
+# What a Celery worker logs once it consumes: "worker.2@host ready."
+WORKER_READY = re.compile(r"\b([\w.-]+)@\S+ ready\.")
+
+
+def procfile_without_worker_restarts(folder: Path) -> Path:
+    """The Procfile, written into ``folder`` with its worker run once instead of by bin/keep-running, which would
+    start a killed worker again. Every other line, and the worker's command, stay as they are."""
+    run_once = folder / "run-once"
+    run_once.write_text(RUN_ONCE)
+    run_once.chmod(0o755)
+    lines = []
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        name, _, command = line.partition(":")
+        if name == "worker":
+            assert command.startswith(" bin/keep-running "), f"the Procfile's worker line changed: {line}"
+            command = command.replace("bin/keep-running", str(run_once), 1)
+        lines.append(f"{name}:{command}")
+    procfile = folder / "Procfile"
+    procfile.write_text("\n".join(lines) + "\n")
+    return procfile
+
+
 class ProcfileProcesses:
-    """The Procfile's processes (web, worker, beat) started by honcho, as `make run` starts them.
+    """The Procfile's processes (web, worker, beat) started by honcho, as `make run` starts them; or another
+    Procfile's, and several of a kind (``concurrency``: ``{"worker": 3}``, named worker.1 to worker.3).
 
     honcho gives each process a session of its own and stops them all when it is stopped. Each also carries a
     marker in its environment, so any that outlived honcho (a worker that bin/keep-running was just starting
     again) is found in /proc and killed.
     """
 
-    def __init__(self, env: dict[str, str], *, web_port: int, log_path: Path) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        web_port: int,
+        log_path: Path,
+        procfile: Path = ROOT / "Procfile",
+        concurrency: dict[str, int] | None = None,
+    ) -> None:
         self.web_port = web_port
         self.log_path = log_path
+        self._procfile = procfile
+        self._concurrency = concurrency or {}
         run = uuid.uuid4().hex
         self._env = {**env, "NOTIFYHUB_FAULT_TEST_RUN": run}
         self._marker = f"NOTIFYHUB_FAULT_TEST_RUN={run}"
@@ -129,8 +304,10 @@ class ProcfileProcesses:
 
     def __enter__(self) -> ProcfileProcesses:
         # No .env file is read (--env /dev/null): the environment is the test's alone.
-        command = [str(BIN / "honcho"), "start", "--procfile", "Procfile", "--env", os.devnull, "--no-colour"]
+        command = [str(BIN / "honcho"), "start", "--procfile", str(self._procfile), "--env", os.devnull, "--no-colour"]
         command += ["--port", str(self.web_port)]
+        if self._concurrency:
+            command += ["--concurrency", ",".join(f"{name}={count}" for name, count in self._concurrency.items())]
         with self.log_path.open("ab") as log:
             self._honcho = subprocess.Popen(
                 command, cwd=ROOT, env=self._env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -153,16 +330,32 @@ class ProcfileProcesses:
             time.sleep(0.2)
 
     def worker_pid(self, timeout: float = 30.0) -> int:
-        """The Celery worker's process, waiting for it while bin/keep-running starts it again."""
+        """A Celery worker's process, waiting for one while bin/keep-running starts it again."""
         deadline = time.monotonic() + timeout
-        while True:
-            for pid, argv in marked_processes(self._marker):
-                # `python .venv/bin/celery --app notifyhub worker ...`; keep-running's own line starts with sh.
-                if len(argv) > 2 and Path(argv[1]).name == "celery" and "worker" in argv:
-                    return pid
+        while not (workers := self.worker_pids()):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no Celery worker process ran for {timeout:.0f} s; see {self.log_path}")
             time.sleep(0.1)
+        return next(iter(workers.values()))
+
+    def worker_pids(self) -> dict[str, int]:
+        """The Celery worker processes running now, by honcho's name for each (worker.1, ...)."""
+        return {
+            _node_name(argv): pid
+            for pid, argv in marked_processes(self._marker)
+            # `python .venv/bin/celery --app notifyhub worker ...`; keep-running's and run-once's lines start with sh.
+            if len(argv) > 2 and Path(argv[1]).name == "celery" and "worker" in argv
+        }
+
+    def wait_for_workers(self, count: int, timeout: float = 90.0) -> None:
+        """Returns once ``count`` worker nodes of different names have said they consume."""
+        deadline = time.monotonic() + timeout
+        while len(set(WORKER_READY.findall(self.log_path.read_text(errors="replace")))) < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"fewer than {count} Celery workers were ready after {timeout:.0f} s; see {self.log_path}"
+                )
+            time.sleep(0.2)
 
     def stop(self) -> None:
         honcho, self._honcho = self._honcho, None
@@ -174,3 +367,8 @@ class ProcfileProcesses:
                 os.killpg(honcho.pid, signal.SIGKILL)
                 honcho.wait()
         end_marked_processes(self._marker)
+
+
+def _node_name(argv: list[str]) -> str:
+    """``--hostname worker.2@%h`` on a worker's command line: worker.2."""
+    return argv[argv.index("--hostname") + 1].partition("@")[0] if "--hostname" in argv else "worker"

@@ -77,10 +77,14 @@ def test_redis_stopped_for_ten_seconds(harness: Harness) -> None:
 
 
 def test_a_postgres_restart(harness: Harness) -> None:
+    check(harness, postgres_restarted_under_load(harness, "PostgreSQL restarted"))
+
+
+def postgres_restarted_under_load(harness: Harness, fault: str) -> Figures:
+    """PostgreSQL restarted while ``POSTGRES`` goes through the API (tests/faults/test_pooler.py: through PgBouncer)."""
     with harness.sending(POSTGRES) as load:
         load.wait_until(POSTGRES_RESTART_AT)
-        fault = harness.restart_postgres()
+        restart = harness.restart_postgres()
 
-    notes = f"`pg_ctl restart -m fast` took {fault.ended_at - fault.started_at:.1f} s"
-    figures = harness.settle("PostgreSQL restarted", load, [fault], deadline_seconds=DEADLINE_SECONDS, notes=notes)
-    check(harness, figures)
+    notes = f"`pg_ctl restart -m fast` took {restart.ended_at - restart.started_at:.1f} s"
+    return harness.settle(fault, load, [restart], deadline_seconds=DEADLINE_SECONDS, notes=notes)
