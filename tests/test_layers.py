@@ -23,31 +23,50 @@ APP_MODULES_SHARED = {"models", "services", "selectors", "routing", "plans", "ac
 APP_MODULES_SHARED |= {"management"}
 
 
-def _imports(package: str) -> Iterator[tuple[Path, str]]:
+def _import_statements(package: str) -> Iterator[tuple[Path, ast.Import | ast.ImportFrom]]:
+    """Every absolute import statement in ``package``'s modules, migrations aside."""
     for path in (ROOT / package).rglob("*.py"):
         if "migrations" in path.parts:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                yield path, node.module
-            elif isinstance(node, ast.Import):
-                yield from ((path, alias.name) for alias in node.names)
+            if isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                yield path, node
+
+
+def _imports(package: str) -> Iterator[tuple[Path, str]]:
+    for path, node in _import_statements(package):
+        if isinstance(node, ast.ImportFrom):
+            yield path, str(node.module)
+        else:
+            yield from ((path, alias.name) for alias in node.names)
 
 
 def _module_imports(package: str) -> Iterator[tuple[str, str]]:
     """(importing module, imported module) within ``package``; ``from a import b`` names module ``a.b`` if it is one."""
-    for path in (ROOT / package).rglob("*.py"):
-        if "migrations" in path.parts:
-            continue
+    for path, node in _import_statements(package):
         source = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    submodule = f"{node.module}.{alias.name}"
-                    is_module = (ROOT / submodule.replace(".", "/")).with_suffix(".py").exists()
-                    yield source, submodule if is_module else node.module
-            elif isinstance(node, ast.Import):
-                yield from ((source, alias.name) for alias in node.names)
+        if isinstance(node, ast.Import):
+            yield from ((source, alias.name) for alias in node.names)
+            continue
+        for alias in node.names:
+            submodule = f"{node.module}.{alias.name}"
+            is_module = (ROOT / submodule.replace(".", "/")).with_suffix(".py").exists()
+            yield source, submodule if is_module else str(node.module)
+
+
+def _in_cycle(depends: dict[str, set[str]]) -> list[str]:
+    """The names left once every name whose dependencies are all taken is taken, over and over: none without a
+    cycle. A dependency that is not itself a key is outside and taken already."""
+    taken: set[str] = set()
+    while ready := {
+        name for name, targets in depends.items() if name not in taken and targets & depends.keys() <= taken
+    }:
+        taken |= ready
+    return sorted(depends.keys() - taken)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
 
 
 def _edges() -> set[tuple[str, str, str]]:
@@ -81,11 +100,8 @@ def test_an_app_borrows_no_other_apps_views_or_serializers() -> None:
 
 def test_the_apps_import_each_other_without_a_cycle() -> None:
     depends = {app: {target for source, target, _ in _edges() if source == app and target in APPS} for app in APPS}
-    order: list[str] = []
-    while len(order) < len(APPS):
-        ready = [app for app in APPS if app not in order and depends[app] <= set(order)]
-        assert ready, f"the apps import each other in a cycle: {depends}"
-        order.extend(ready)
+
+    assert _in_cycle(depends) == [], f"the apps import each other in a cycle: {depends}"
 
 
 def test_no_package_imports_the_developer_tools() -> None:
@@ -136,8 +152,7 @@ def test_a_room_of_notifications_imports_none_above_it(room: str) -> None:
     upward = sorted(
         f"{source} -> {target}"
         for source, target in _module_imports("notifications")
-        if (source == room or source.startswith(f"{room}."))
-        and any(target == above or target.startswith(f"{above}.") for above in ROOMS_ABOVE[room])
+        if _within(source, room) and any(_within(target, above) for above in ROOMS_ABOVE[room])
     )
 
     assert upward == []
@@ -146,15 +161,8 @@ def test_a_room_of_notifications_imports_none_above_it(room: str) -> None:
 def test_the_modules_of_notifications_import_each_other_without_a_cycle() -> None:
     depends: dict[str, set[str]] = {}
     for source, target in _module_imports("notifications"):
-        depends.setdefault(source, set())
-        if target.startswith("notifications.") and target != source:
-            depends[source].add(target)
-    order: set[str] = set()
-    while len(order) < len(depends):
-        ready = {
-            module
-            for module, targets in depends.items()
-            if module not in order and targets - {module} <= order | (targets - depends.keys())
-        }
-        assert ready, f"a cycle among: {sorted(set(depends) - order)}"
-        order |= ready
+        targets = depends.setdefault(source, set())
+        if _within(target, "notifications") and target != source:
+            targets.add(target)
+
+    assert _in_cycle(depends) == []
