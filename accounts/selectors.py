@@ -15,7 +15,8 @@ from providers.base import Credentials
 
 # Every API request starts here, so the lookup is one plain statement: compiling the ORM
 # query cost more than running it. Only the columns authentication, limits and quota read.
-KEY_FIELDS = ("id", "account")
+# The key's account_id is the account's id, set when the account is assigned: read once, as a.id.
+KEY_FIELDS = ("id",)
 ACCOUNT_FIELDS = ("id", "user", "plan", "plan_started_on", "monthly_limit", "is_active", "deleted_at")
 # Off the framework's road: docs/departures.md, "raw-sql-key-lookup".
 API_KEY_LOOKUP_SQL = f"""
