@@ -8,7 +8,9 @@ fails with a 500 tells an operator nothing.
 from __future__ import annotations
 
 import logging
+import queue
 import tempfile
+import threading
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -28,12 +30,26 @@ STATUSES = [OK, DOWN]
 
 
 def database_answers() -> None:
-    """``SELECT 1`` on a connection of its own, opened with a connect timeout.
+    """``SELECT 1`` on a connection of its own, answered within ``PROBE_TIMEOUT_SECONDS`` in all.
 
-    Not the request's connection: Django would wait on a dead server as long as libpq lets it
-    (no connect timeout is set for the app's own connections), and a failed probe must not
-    leave the request's connection broken.
+    The connect timeout alone does not bound it behind PgBouncer: the connection is to the pooler, which answers at
+    once, and the query then waits for a server connection up to PgBouncer's ``query_wait_timeout``
+    (docs/operations.md, "Beyond one machine"). So the probe runs in a thread of its own and is given up on after the
+    timeout; the thread ends when the pooler gives up too, closing its connection.
     """
+    done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+    threading.Thread(target=_select_one, args=(done,), name="health-database-probe", daemon=True).start()
+    try:
+        error = done.get(timeout=PROBE_TIMEOUT_SECONDS)
+    except queue.Empty:
+        raise TimeoutError(f"no answer to SELECT 1 within {PROBE_TIMEOUT_SECONDS} s") from None
+    if error is not None:
+        raise error
+
+
+def _select_one(done: queue.SimpleQueue[BaseException | None]) -> None:
+    """Not the request's connection: Django would wait on a dead server as long as libpq lets it (no connect timeout
+    is set for the app's own connections), and a failed probe must not leave the request's connection broken."""
     # The live settings: under test they name the test database.
     database: dict[str, Any] = connections.settings[DEFAULT_DB_ALIAS]
     probe = load_backend(database["ENGINE"]).DatabaseWrapper(_with_connect_timeout(database), DEFAULT_DB_ALIAS)
@@ -41,6 +57,10 @@ def database_answers() -> None:
         with probe.cursor() as cursor:
             # Off the framework's road: docs/departures.md, "health-probe".
             cursor.execute("SELECT 1")
+    except Exception as error:
+        done.put(error)
+    else:
+        done.put(None)
     finally:
         probe.close()
 

@@ -102,12 +102,14 @@ def pooled_harness(
     folder = tmp_path_factory.mktemp("pooled")
     with contextlib.ExitStack() as stack:
         postgres = _started_postgres(stack, bin_dir, folder)
-        pgbouncer = PgBouncer(pgbouncer_bin, postgres, log_dir=folder)
-        stack.callback(pgbouncer.stop)
+        pgbouncer = PgBouncer(pgbouncer_bin, server_port=postgres.port, log_dir=folder)
+        stack.callback(pgbouncer.remove)
         pgbouncer.start()
         env = {**_service_env(pgbouncer.url, ca_bundle, folder / "var"), "DATABASE_POOLER": "pgbouncer"}
         procfile = procfile_without_worker_restarts(folder)
-        harness = _started_service(stack, ca, env, folder, postgres=postgres, procfile=procfile, workers=POOLED_WORKERS)
+        harness = _started_service(
+            stack, ca, env, folder, postgres=postgres, pooler=pgbouncer, procfile=procfile, workers=POOLED_WORKERS
+        )
         harness.processes.wait_for_workers(POOLED_WORKERS)
         yield harness
 
@@ -126,6 +128,7 @@ def _started_service(
     folder: Path,
     *,
     postgres: Postgres,
+    pooler: PgBouncer | None = None,
     procfile: Path = ROOT / "Procfile",
     workers: int = 1,
 ) -> Harness:
@@ -144,7 +147,7 @@ def _started_service(
         concurrency={"worker": workers},
     )
     stack.enter_context(processes)
-    harness = Harness(postgres, redis, processes, receiver, api_keys, log_dir=folder)
+    harness = Harness(postgres, redis, processes, receiver, api_keys, log_dir=folder, pooler=pooler)
     _warm_up(harness)
     return harness
 

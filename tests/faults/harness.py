@@ -18,7 +18,7 @@ from typing import cast
 from tests.fakes.receiver import Receiver, Reply
 from tests.faults.load import Load, Traffic
 from tests.faults.report import Delivery, Fault, Figures, figures, write_timeline
-from tests.faults.services import Postgres, ProcfileProcesses
+from tests.faults.services import PgBouncer, Postgres, ProcfileProcesses
 from tests.servers import RedisServer
 
 UNFINISHED = ("pending", "processing")
@@ -32,6 +32,7 @@ class Harness:
     receiver: Receiver
     api_keys: list[str]
     log_dir: Path
+    pooler: PgBouncer | None = None  # in front of ``postgres``, when every process connects through it
     killed: list[int] = field(default_factory=list)
 
     @contextlib.contextmanager
@@ -71,6 +72,21 @@ class Harness:
         started = time.time()
         self.postgres.restart()
         return Fault(started, time.time())
+
+    @contextlib.contextmanager
+    def pooler_down(self, seconds: float) -> Iterator[list[Fault]]:
+        """PgBouncer stopped (every client connection dropped), the block run while it is down, and PgBouncer started
+        again on its port ``seconds`` after it stopped; the list then holds the fault."""
+        assert self.pooler is not None, "the harness has no PgBouncer"
+        faults: list[Fault] = []
+        started = time.time()
+        self.pooler.stop()
+        try:
+            yield faults
+        finally:
+            time.sleep(max(0.0, started + seconds - time.time()))
+            self.pooler.start()  # returns once it answers
+            faults.append(Fault(started, time.time()))
 
     def queued_messages(self) -> int:
         """Task messages waiting in Redis's queues (one list per priority); not those a worker holds."""

@@ -132,25 +132,27 @@ class Postgres:
 
 
 class PgBouncer:
-    """PgBouncer in transaction pooling on a free port, in front of ``postgres``: its configuration, user list and
-    log in a temporary folder, the process in the foreground of a session of its own.
+    """PgBouncer in transaction pooling on a free port, in front of the PostgreSQL server on ``server_port``: its
+    configuration, user list and log in a temporary folder, the process in the foreground of a session of its own.
+    It stops and starts again on the same port (a pooler that is down); ``remove`` deletes the folder.
 
     Like the server, it refuses to run as root: as root it runs as the postgres user, who owns the folder.
     """
 
-    def __init__(self, binary: Path, postgres: Postgres, log_dir: Path) -> None:
+    def __init__(self, binary: Path, *, server_port: int, log_dir: Path, database: str = DATABASE) -> None:
         self.port = free_port()
+        self.database = database
         self._binary = binary
-        self._postgres = postgres
+        self._server_port = server_port
         self._log_dir = log_dir
-        self._root = Path(tempfile.mkdtemp(prefix="notifyhub-faults-pgbouncer-"))
+        self._root = Path(tempfile.mkdtemp(prefix="notifyhub-pgbouncer-"))
         self._as_owner = _as_postgres_user(self._root)
         self._log = self._root / "pgbouncer.log"
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"postgres://{POSTGRES_USER}@127.0.0.1:{self.port}/{DATABASE}"
+        return f"postgres://{POSTGRES_USER}@127.0.0.1:{self.port}/{self.database}"
 
     def start(self) -> None:
         config = self._write_config()
@@ -175,7 +177,15 @@ class PgBouncer:
         finally:
             with contextlib.suppress(OSError):
                 shutil.copy(self._log, self._log_dir / "pgbouncer.log")
-            shutil.rmtree(self._root, ignore_errors=True)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    def admin(self, command: str) -> None:
+        """A command on PgBouncer's admin console (``PAUSE``, ``RESUME``), as its admin user."""
+        with psycopg.connect(self._conninfo("pgbouncer"), autocommit=True, prepare_threshold=None) as console:
+            console.execute(command)
 
     def _write_config(self) -> Path:
         users = self._root / "userlist.txt"
@@ -183,12 +193,12 @@ class PgBouncer:
         config = self._root / "pgbouncer.ini"
         config.write_text(
             "[databases]\n"
-            f"* = host=127.0.0.1 port={self._postgres.port}\n"
+            f"* = host=127.0.0.1 port={self._server_port}\n"
             "\n[pgbouncer]\n"
             f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\n"
             # No Unix socket: nothing in /tmp is shared with the machine's own PgBouncer.
             "unix_socket_dir =\n"
-            f"auth_type = trust\nauth_file = {users}\n"
+            f"auth_type = trust\nauth_file = {users}\nadmin_users = {POSTGRES_USER}\n"
             "pool_mode = transaction\ndefault_pool_size = 10\n"
             # Each thread of every web, worker and beat process keeps a client connection; the default is 100.
             "max_client_conn = 500\n"
@@ -214,15 +224,10 @@ class PgBouncer:
 
     def connect(self) -> psycopg.Connection[tuple[object, ...]]:
         # Nothing prepared: the next statement may run in another server session.
-        return psycopg.connect(
-            host="127.0.0.1",
-            port=self.port,
-            user=POSTGRES_USER,
-            dbname=DATABASE,
-            connect_timeout=5,
-            autocommit=True,
-            prepare_threshold=None,
-        )
+        return psycopg.connect(self._conninfo(self.database), autocommit=True, prepare_threshold=None)
+
+    def _conninfo(self, dbname: str) -> str:
+        return f"host=127.0.0.1 port={self.port} user={POSTGRES_USER} dbname={dbname} connect_timeout=5"
 
 
 def _end_pgbouncer(process: subprocess.Popen[bytes], *, through_runuser: bool) -> None:

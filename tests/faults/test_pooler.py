@@ -14,8 +14,9 @@ import json
 
 import pytest
 
+from bench.common import ACCEPT_PATH, API_HEADERS, PROXY_HEADERS
 from tests.faults.harness import Harness
-from tests.faults.load import Traffic, send_together
+from tests.faults.load import Exchange, Traffic, request_once, send_together
 from tests.faults.test_faults import DEADLINE_SECONDS, check, postgres_restarted_under_load
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(240 + DEADLINE_SECONDS)]
@@ -24,6 +25,11 @@ NODES = ["worker.1", "worker.2", "worker.3"]
 # One job in five is answered after a second, so the kill finds attempts under way on the node it kills.
 NODE_LOST = Traffic("node-lost", rate=20, count=400, slow=lambda n: n % 5 == 0, slow_seconds=1.0)
 KILL_AT = 6.0
+POOLER_STOP_AT, POOLER_DOWN_SECONDS = 8.0, 8.0
+# One job in four is answered after 1.5 s, so attempts are under way when the pooler drops every connection.
+POOLER = Traffic("pooler", rate=15, count=300, slow=lambda n: n % 4 == 0, slow_seconds=1.5)
+# The health check's probes give up after 2 s (core/health.py); the request may take a little more.
+HEALTH_ANSWERS_WITHIN_SECONDS = 3.5
 RACE_KEY = "race-through-the-pool"
 RACERS = 20
 
@@ -65,3 +71,43 @@ def test_one_of_three_worker_nodes_killed_for_good(pooled_harness: Harness) -> N
     )
     assert sorted(pooled_harness.processes.worker_pids()) == ["worker.1", "worker.3"]
     check(pooled_harness, figures)
+
+
+def test_pgbouncer_stopped_for_eight_seconds(pooled_harness: Harness) -> None:
+    with pooled_harness.sending(POOLER) as load:
+        load.wait_until(POOLER_STOP_AT)
+        with pooled_harness.pooler_down(POOLER_DOWN_SECONDS) as faults:
+            send, health = a_send(pooled_harness), the_health_check(pooled_harness)
+
+    assert (send.status, send.headers.get("Retry-After")) == (503, "5")
+    assert (send.json()["error"], send.json()["code"]) == ("Service temporarily unavailable", "service_unavailable")
+    assert (health.status, health.json()["details"]) == (503, {"database": "down", "broker": "ok"})
+    assert any(answer.status == "503" for answer in load.answers), "no send met the pooler down"
+    notes = "every client connection dropped"
+    check(
+        pooled_harness,
+        pooled_harness.settle("PgBouncer stopped 8 s", load, faults, deadline_seconds=DEADLINE_SECONDS, notes=notes),
+    )
+
+
+def test_the_health_check_answers_in_time_while_pgbouncer_holds_its_queries(pooled_harness: Harness) -> None:
+    # PAUSE: PgBouncer takes connections but gives no query a server, as while PostgreSQL is down behind it.
+    pooled_harness.pooler.admin("PAUSE")  # type: ignore[union-attr]
+    try:
+        health = the_health_check(pooled_harness)
+    finally:
+        pooled_harness.pooler.admin("RESUME")  # type: ignore[union-attr]
+
+    assert (health.status, health.json()["details"]) == (503, {"database": "down", "broker": "ok"})
+    assert health.seconds < HEALTH_ANSWERS_WITHIN_SECONDS
+    assert the_health_check(pooled_harness).status == 200
+
+
+def a_send(harness: Harness) -> Exchange:
+    body = json.dumps({"url": harness.receiver.url("/pooler/fast"), "payload": {"while": "pooler down"}}).encode()
+    headers = {**API_HEADERS, "X-API-Key": harness.api_keys[0]}
+    return request_once(harness.processes.web_port, "POST", ACCEPT_PATH, headers, body)
+
+
+def the_health_check(harness: Harness) -> Exchange:
+    return request_once(harness.processes.web_port, "GET", "/api/v1/health", PROXY_HEADERS)
