@@ -2,13 +2,15 @@
 
 Used as DJANGO_SETTINGS_MODULE: the app's own settings (database, Redis, logging, connection handling), no middleware
 and one URL, the app's path, so one wrk script drives both servers. Per request: find the key by its SHA-256 digest,
-take one unit of quota with a conditional UPDATE and insert the job in one transaction, push one message to Redis.
-No DRF, no validation, no rate limiter, no idempotency pre-check (the unique index still applies).
+record the request in the key's rolling one-minute window with one Redis script, take one unit of quota with a
+conditional UPDATE and insert the job in one transaction, push one message to Redis. No DRF, no validation, no
+fallback when Redis fails, no idempotency pre-check (the unique index still applies).
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import timedelta
 from functools import cache
@@ -33,7 +35,7 @@ API_KEY_MIDDLEWARE: list[str] = []
 # No worker reads this list; the bench flushes it with the rest of its Redis DB.
 FLOOR_QUEUE = "bench:floor:jobs"
 ACCOUNT_BY_DIGEST = """
-    SELECT a.id, a.plan, a.plan_started_on
+    SELECT k.id, a.id, a.plan, a.plan_started_on
     FROM accounts_apikey k JOIN accounts_account a ON a.id = k.account_id
     WHERE k.digest = %s AND k.revoked_at IS NULL AND a.is_active AND a.deleted_at IS NULL
 """
@@ -49,9 +51,32 @@ INSERT_JOB = """
 """
 
 
+# The app's moving window (accounts/throttle.py, the `limits` library's) in one script: refused when the key's
+# limit-th latest hit is within the minute, else this hit is recorded and the list kept to the limit.
+ROLLING_MINUTE = """
+local limit = tonumber(ARGV[2])
+local oldest_counted = redis.call('LINDEX', KEYS[1], limit - 1)
+if oldest_counted and tonumber(oldest_counted) >= tonumber(ARGV[1]) - 60 then return 0 end
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], 0, limit - 1)
+redis.call('EXPIRE', KEYS[1], 60)
+return 1
+"""
+
+
 @cache
 def _redis() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL)
+
+
+@cache
+def _rolling_minute() -> Any:
+    return _redis().register_script(ROLLING_MINUTE)  # run by EVALSHA, loaded on first use
+
+
+def _within_rate_limit(key_id: int, plan: str) -> bool:
+    hit = [time.time(), limits_for(plan).requests_per_minute]
+    return bool(_rolling_minute()(keys=[f"bench:floor:rate:{key_id}"], args=hit))
 
 
 def _reply(status: int, data: dict[str, Any]) -> HttpResponse:
@@ -64,7 +89,9 @@ def accept_webhook(request: HttpRequest) -> HttpResponse:
         row = cursor.fetchone()
     if row is None:
         return _reply(401, {"error": "Invalid API key"})
-    account_id, plan, plan_started_on = row
+    key_id, account_id, plan, plan_started_on = row
+    if not _within_rate_limit(key_id, plan):
+        return _reply(429, {"error": "Rate limit exceeded"})
     body = json.loads(request.body)
     job_id = uuid.uuid4()
     period_start, _ = billing_period(anchor=plan_started_on, today=timezone.now().date())

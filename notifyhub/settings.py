@@ -418,4 +418,10 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Celery's "Task ... received" and "... succeeded" lines, two a task: the delivery line says what they would
+    # (docs/observability.md). Their warnings and errors (a task that raised) stay.
+    "loggers": {
+        name: {"level": "NOTSET" if env_bool("WORKER_TASK_LOG", False) else "WARNING"}
+        for name in ("celery.worker.strategy", "celery.app.trace")
+    },
 }

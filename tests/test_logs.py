@@ -302,3 +302,23 @@ def test_an_unknown_log_format_stops_start_up(tmp_path: Path) -> None:
 
     assert printed.returncode != 0
     assert "LOG_FORMAT must be 'json' or 'text', got 'xml'" in printed.stderr
+
+
+PRINT_TASK_LOG_LEVELS = (
+    "import logging, django; django.setup(); "
+    "print(*(logging.getLevelName(logging.getLogger(name).getEffectiveLevel()) "
+    "for name in ('celery.worker.strategy', 'celery.app.trace', 'notifyhub.delivery')))"
+)
+
+
+@pytest.mark.parametrize(
+    ("environment", "expected"),
+    [({}, "WARNING WARNING INFO"), ({"WORKER_TASK_LOG": "true"}, "INFO INFO INFO")],
+    ids=["default", "switched-on"],
+)
+def test_celery_s_two_lines_a_task_are_off_unless_switched_on_and_the_delivery_line_stays(
+    tmp_path: Path, environment: dict[str, str], expected: str
+) -> None:
+    printed = run([sys.executable, "-c", PRINT_TASK_LOG_LEVELS], tmp_path, **{**PRODUCTION, **environment})
+
+    assert printed.stdout.strip() == expected, printed.stderr
