@@ -9,7 +9,8 @@ export PORT
 METRICS_DIR := $(CURDIR)/var/metrics
 # The browser tests (tests/browser/) drive Debian's Chromium through Playwright.
 CHROMIUM := /usr/bin/chromium
-# The pooled fault tests (tests/faults/test_pooler.py) start Debian's PgBouncer in front of their PostgreSQL.
+# The pooled fault tests (tests/faults/test_pooler.py) and the scale bench start Debian's PgBouncer in front of their
+# PostgreSQL.
 PGBOUNCER := /usr/sbin/pgbouncer
 
 .PHONY: install install-dev lock run test browser pgbouncer screenshots lint bench clean
@@ -92,7 +93,8 @@ lint: install-dev
 	$(BIN)/ruff format --check .
 	env -u REDIS_URL $(BIN)/mypy .
 
-bench: install-dev
+# Every bench in turn (bench/README.md); the scale bench puts PgBouncer in front of the bench's database.
+bench: install-dev pgbouncer
 	$(BIN)/python bench/run.py all
 
 clean:

@@ -44,10 +44,15 @@ from bench.common import (
 )
 
 HELP = "the accept path against its floor"
-MIN_ACCEPT_SHARE = 0.60
+# The floor does the same essential work, so the app may cost little more than it (docs/departures.md weighs what
+# the framework's road costs on top).
+MIN_ACCEPT_SHARE = 0.90
+MAX_P99_OF_FLOOR = 1.3
 MAX_ACCEPT_P99_MS = 50.0
 MAX_RPS = 3000  # the fastest app the API keys are planned for
 KEYS_FILE = VAR_DIR / "api-keys.txt"
+# The processes beside gunicorn that a request makes work, by command name: their CPU is the bench's, not other load.
+HELPERS = ("postgres", "redis-server", "pgbouncer")
 ACCEPT_COLUMNS = (
     "round<7|target<8|req/s>10.1f|p50 ms>9.1f|p99 ms>9.1f|errors>8|requests>10|jobs stored>13|cpu ms/req>12.2f"
     "|other load>12.0%"
@@ -66,6 +71,7 @@ class AcceptRun:
     jobs_stored: int
     cpu_ms: float  # gunicorn's CPU per request: what a request costs the web tier, steadier than req/s
     other_load: float  # share of all CPUs used by processes that are not the bench's
+    helper_ms: dict[str, float]  # CPU per request of PostgreSQL (every backend), Redis and PgBouncer (if one runs)
 
     @property
     def errors(self) -> int:
@@ -88,13 +94,17 @@ def run_wrk(args: argparse.Namespace, target: str, *, seconds: int, first_key: i
     return {name: int(value) for name, value in (item.split("=", 1) for item in line.split()[1:])}
 
 
-def accept_run(args: argparse.Namespace, target: str, *, first_key: int) -> AcceptRun:
+def accept_run(
+    args: argparse.Namespace, target: str, *, first_key: int, env: dict[str, str] | None = None
+) -> AcceptRun:
+    """One server's run; ``env``: what gunicorn gets on top of the bench's environment (``scale``: PgBouncer's URL)."""
     from notifications.models import Job
 
     log(f"accept: {target} on port {args.port}")
     settings = "bench.floor_accept" if target == "floor" else None
     tree = revision_tree(args.against) if target == "before" else ROOT
-    with gunicorn(f"gunicorn-{target}", args.port, settings, tree=tree, **request_log_env(args, target)) as server:
+    env = {**request_log_env(args, target), **(env or {})}
+    with gunicorn(f"gunicorn-{target}", args.port, settings, tree=tree, **env) as server:
         # One request first, so a broken server fails loudly instead of producing a fast row of errors.
         connection = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
         body = {"url": "https://hooks.example.com/in", "payload": {}, "idempotencyKey": uuid.uuid4().hex}
@@ -114,7 +124,7 @@ def accept_run(args: argparse.Namespace, target: str, *, first_key: int) -> Acce
         jobs_before = Job.objects.count()
         sources = {
             "server": server.cpu,
-            "helpers": lambda: command_cpu("postgres", "redis-server"),
+            **{name: lambda name=name: command_cpu(name) for name in HELPERS},
             "wrk": children_cpu,
         }
         before = Sample.take(**sources)
@@ -132,6 +142,7 @@ def accept_run(args: argparse.Namespace, target: str, *, first_key: int) -> Acce
         jobs_stored=Job.objects.count() - jobs_before,  # once gunicorn stopped: requests in flight have landed
         cpu_ms=cpu["server"] * 1000 / max(stats["requests"], 1),
         other_load=max(0.0, after.busy_since(before) - after.share_since(before, sum(cpu.values()))),
+        helper_ms={name: cpu[name] * 1000 / max(stats["requests"], 1) for name in HELPERS},
     )
 
 
@@ -151,6 +162,16 @@ def accept_row(label: str, runs: list[AcceptRun]) -> tuple[Any, ...]:
     totals = [sum(getattr(run, name) for run in runs) for name in ("errors", "requests", "jobs_stored")]
     cpu, other = median(run.cpu_ms for run in runs), max(run.other_load for run in runs)
     return label, runs[0].target, *medians, *totals, cpu, other
+
+
+def seed_keys(args: argparse.Namespace, rounds: int) -> int:
+    """Seeds Startup accounts for ``rounds`` rounds and writes their API keys where accept.lua reads them; returns
+    the keys a round takes. Each round starts on keys of its own, so no key sees two rounds' requests within one
+    minute."""
+    keys_per_round = max(args.connections, math.ceil(MAX_RPS * (args.warmup + args.duration) / REQUESTS_PER_KEY))
+    seeded = seed_accounts(keys_per_round * rounds, prefix="accept")
+    KEYS_FILE.write_text("".join(f"{account.api_key}\n" for account in seeded))
+    return keys_per_round
 
 
 def options(parser: argparse.ArgumentParser) -> None:
@@ -174,12 +195,9 @@ def options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     if shutil.which("wrk") is None:
         raise BenchError("wrk is not installed; on Debian/Ubuntu: apt-get install wrk")
-    keys_per_round = max(args.connections, math.ceil(MAX_RPS * (args.warmup + args.duration) / REQUESTS_PER_KEY))
     log(f"accept: wrk -t{args.wrk_threads} -c{args.connections}, {args.duration} s a run, rounds: {args.rounds}")
     with own_services(args):
-        seeded = seed_accounts(keys_per_round * args.rounds, prefix="accept")
-        KEYS_FILE.write_text("".join(f"{account.api_key}\n" for account in seeded))
-        # Each round starts on keys of its own, so no key sees two rounds' requests within one minute.
+        keys_per_round = seed_keys(args, args.rounds)
         # Against a revision, its code takes the floor's place: the same load, alternating, round by round.
         targets = ("app", "before") if args.against else ("app", "floor")
         rounds = [
@@ -199,6 +217,9 @@ def run(args: argparse.Namespace) -> None:
         judge_rounds("app/floor req/s", pairs, MIN_ACCEPT_SHARE)
     p99 = median(app.p99_ms for app in apps)
     verdict("app p99", f"{p99:.1f} ms", f"< {MAX_ACCEPT_P99_MS:.0f} ms", p99 < MAX_ACCEPT_P99_MS)
+    if not args.against:
+        of_floor = p99 / max(median(floor.p99_ms for floor in floors), 1e-9)
+        verdict("app p99 / floor p99", f"{of_floor:.2f}x", f"<= {MAX_P99_OF_FLOOR}x", of_floor <= MAX_P99_OF_FLOOR)
     errors = sum(run.errors for run in apps + floors)
     verdict("errors", str(errors), "0", errors == 0)
     cost = median(app.cpu_ms for app in apps) / max(median(floor.cpu_ms for floor in floors), 1e-9)

@@ -397,6 +397,37 @@ def wait_for_quiet(max_wait: float) -> float:
         log(f"other work keeps {busy:.0%} of the CPUs busy; waiting for it")
 
 
+@contextlib.contextmanager
+def pgbouncer(database_url: str) -> Iterator[dict[str, str]]:
+    """PgBouncer in transaction pooling in front of the bench's database, as the pooled fault tests run it; started
+    once the database exists, removed however the run ends. Yields what a process's environment needs to go
+    through it."""
+    # Imports the tests' conftest, so Django's models: only once own_services has set Django up.
+    from tests.faults.services import POSTGRES_USER, PgBouncer, pgbouncer_binary
+
+    binary = pgbouncer_binary()
+    if binary is None:
+        raise BenchError("PgBouncer is not installed; on Debian/Ubuntu: apt-get install pgbouncer")
+    server = conninfo_to_dict(database_url)
+    if server.get("host") not in ("127.0.0.1", "localhost") or server.get("user", POSTGRES_USER) != POSTGRES_USER:
+        # The fault tests' PgBouncer speaks to 127.0.0.1 as the postgres user, trusted, with no password.
+        raise BenchError(
+            f"the bench puts PgBouncer in front of 127.0.0.1 as {POSTGRES_USER}; --database-url is not that"
+        )
+    pooler = PgBouncer(
+        binary, server_port=int(server.get("port") or 5432), log_dir=VAR_DIR, database=str(server["dbname"])
+    )
+    try:
+        try:
+            pooler.start()
+        except RuntimeError as error:
+            raise BenchError(str(error)) from error
+        log(f"PgBouncer on port {pooler.port} (its log: {VAR_DIR / 'pgbouncer.log'} once it stops)")
+        yield {"DATABASE_URL": pooler.url, "DATABASE_POOLER": "pgbouncer"}
+    finally:
+        pooler.remove()
+
+
 # --- TLS for the webhook receivers ---------------------------------------------------------------------
 
 TLS_DIR = VAR_DIR / "tls"

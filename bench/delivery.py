@@ -43,6 +43,7 @@ from bench.common import (
     option,
     own_services,
     percentile,
+    pgbouncer,
     revision_tree,
     running,
     seed_accounts,
@@ -295,15 +296,27 @@ def options(parser: argparse.ArgumentParser) -> None:
     option(
         parser, "against", "", "a git revision whose workers take the floor's place (no latency phase)", env="delivery"
     )
+    option(
+        parser,
+        "via",
+        "direct",
+        "direct: every worker (app and floor) and gunicorn connect to PostgreSQL; pooled: through a PgBouncer in "
+        "transaction pooling the bench starts, with DATABASE_POOLER=pgbouncer",
+        env="delivery",
+        choices=["direct", "pooled"],
+    )
 
 
 def run(args: argparse.Namespace) -> None:
     log(
         f"delivery: {args.processes} * --pool {args.pool} --concurrency {args.concurrency}, rounds: {args.rounds}, "
-        f"receiver: {args.receiver_connections} connections"
+        f"receiver: {args.receiver_connections} connections, database: {args.via}"
     )
     make_tls()
-    with own_services(args):
+    with (
+        own_services(args),
+        pgbouncer(args.database_url) if args.via == "pooled" else contextlib.nullcontext({}) as via,
+    ):
         importlib.import_module("bench.floor_delivery")  # reads REDIS_URL
         from notifyhub.celery import app as celery_app
 
@@ -314,6 +327,7 @@ def run(args: argparse.Namespace) -> None:
             "WEBHOOK_CA_BUNDLE": str(TLS_DIR / "ca.pem"),
             "BENCH_FLOOR_CA_BUNDLE": str(TLS_DIR / "ca-bundle.pem"),
             "BENCH_FLOOR_SECRET": floor_secret,
+            **via,
         }
         api_requests = args.rate * min(60.0, args.warmup + args.duration)
         direct_jobs = (args.jobs + 200) * args.rounds

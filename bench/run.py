@@ -6,7 +6,8 @@
   events    the provider-event receivers under gunicorn: signed SendGrid batches, then Postmark events at a steady rate
   dashboard what an account holder reads under gunicorn, with a million jobs of their own: GETs one at a time
   purge     manage.py purgejobs deleting a million finished jobs while sends go on at a steady rate
-  all       the six in turn (the default)
+  scale     deliveries/s with 1, 2 and 3 worker processes and the accept path, directly and through PgBouncer
+  all       the seven in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: the project is not on the path
 
-from bench import accept, dashboard, delivery, emails, events, purge
+from bench import accept, dashboard, delivery, emails, events, purge, scale
 from bench.common import bench_main, option
 
 # Each bench's module: HELP (its line in --help), options(parser) and run(args). `all` runs them in this order.
@@ -33,6 +34,7 @@ BENCHES = {
     "events": events,
     "dashboard": dashboard,
     "purge": purge,
+    "scale": scale,
 }
 
 
@@ -42,10 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     option(common, "redis-url", "redis://127.0.0.1:6379/14", "flushed at start and end")
     option(common, "quiet-wait", 60.0, "before each measured run, wait up to this long for other work to stop")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", metavar="{accept,delivery,email,events,dashboard,purge,all}")
+    commands = parser.add_subparsers(dest="command", metavar="{" + ",".join([*BENCHES, "all"]) + "}")
     for name, bench in BENCHES.items():
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common], help="the six in turn (the default)")
+    commands.add_parser("all", parents=[common], help="the seven in turn (the default)")
     return parser
 
 
