@@ -277,13 +277,11 @@ def accept_reading(share: float, cpu: dict[str, tuple[float, float]]) -> str:
     """What the pooled/direct ratio says, with the CPU a request of each process on either side."""
     if share >= 0.95:
         return "within this VM's noise (see the A/A rows of RESULTS.md): the pooler costs the accept path little here"
-    added = sum(pooled - direct for direct, pooled in cpu.values())
     postgres = cpu["postgres"][1] - cpu["postgres"][0]
     return (
-        f"{1 - share:.0%} fewer requests a second; a request costs {added:+.2f} ms of CPU in all "
-        f"(PgBouncer's own {cpu['pgbouncer'][1]:.2f} ms, PostgreSQL's {postgres:+.2f} ms: "
-        "behind the pooler nothing is prepared, so every statement is parsed and planned again), taken from "
-        "gunicorn's share of the cores"
+        f"{1 - share:.0%} fewer requests a second: PgBouncer takes {cpu['pgbouncer'][1]:.2f} ms of CPU a request and "
+        f"PostgreSQL {postgres:+.2f} ms (behind the pooler nothing is prepared, so every statement is parsed and "
+        "planned again), out of the cores gunicorn would otherwise have"
     )
 
 

@@ -91,12 +91,14 @@ def test_pgbouncer_stopped_for_eight_seconds(pooled_harness: Harness) -> None:
 
 
 def test_the_health_check_answers_in_time_while_pgbouncer_holds_its_queries(pooled_harness: Harness) -> None:
+    pooler = pooled_harness.pooler
+    assert pooler is not None
     # PAUSE: PgBouncer takes connections but gives no query a server, as while PostgreSQL is down behind it.
-    pooled_harness.pooler.admin("PAUSE")  # type: ignore[union-attr]
+    pooler.admin("PAUSE")
     try:
         health = the_health_check(pooled_harness)
     finally:
-        pooled_harness.pooler.admin("RESUME")  # type: ignore[union-attr]
+        pooler.admin("RESUME")
 
     assert (health.status, health.json()["details"]) == (503, {"database": "down", "broker": "ok"})
     assert health.seconds < HEALTH_ANSWERS_WITHIN_SECONDS
