@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import json
 import math
 import os
 import re
@@ -183,10 +184,21 @@ REQUESTS_PER_KEY = 150
 MIN_SHARE_OF_BEFORE = 0.95
 
 
-def one_request(
-    port: int, method: str, path: str, headers: dict[str, str], body: bytes | None = None
-) -> tuple[int, bytes, float]:
-    """One request on a new connection: (status, body, seconds from connecting to the body read)."""
+@dataclass(frozen=True)
+class Exchange:
+    """One request's answer: status, headers, body, and the seconds from connecting to the body read."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    seconds: float
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def one_request(port: int, method: str, path: str, headers: dict[str, str], body: bytes | None = None) -> Exchange:
+    """One request on a new connection."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     started = time.monotonic()
     try:
@@ -197,7 +209,7 @@ def one_request(
         raise BenchError(f"{method} {path} failed: {error}") from error
     finally:
         connection.close()
-    return response.status, answer, time.monotonic() - started
+    return Exchange(response.status, dict(response.getheaders()), answer, time.monotonic() - started)
 
 
 def open_loop(

@@ -207,8 +207,8 @@ def seed(args: argparse.Namespace) -> Seeding:
 
 def get(port: int, endpoint: Endpoint) -> tuple[int, bytes, float]:
     """One GET on a new connection, as a browser behind the proxy makes it: (status, body, ms to the body read)."""
-    status, body, seconds = one_request(port, "GET", endpoint.path, endpoint.headers)
-    return status, body, seconds * 1000
+    answer = one_request(port, "GET", endpoint.path, endpoint.headers)
+    return answer.status, answer.body, answer.seconds * 1000
 
 
 def check(endpoint: Endpoint, status: int, body: bytes, where: str) -> None:

@@ -141,12 +141,12 @@ def rows_of(account: Any, provider: str) -> int:
 
 def post_events(port: int, path: str, delivery: ProviderPost) -> tuple[int, dict[str, Any], float]:
     """One provider POST on a new connection: (status, the answer's envelope, seconds from request to answer read)."""
-    status, body, seconds = one_request(port, "POST", path, {**API_HEADERS, **delivery.headers}, delivery.body)
+    answer = one_request(port, "POST", path, {**API_HEADERS, **delivery.headers}, delivery.body)
     try:
-        envelope = json.loads(body)
+        envelope = answer.json()
     except ValueError:
-        envelope = {"body": body[:300].decode("latin-1")}
-    return status, envelope, seconds
+        envelope = {"body": answer.body[:300].decode("latin-1")}
+    return answer.status, envelope, answer.seconds
 
 
 def first_answers(t: EventTargets, web: Proc) -> None:

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from bench.common import ACCEPT_PATH, API_HEADERS
 
@@ -109,31 +108,6 @@ class Load:
             connection.close()
         job_id = json.loads(content)["data"]["jobId"] if response.status == 202 else None
         return Answer(number, sent_at, time.time(), str(response.status), job_id)
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One request's answer: status, headers, body, and the seconds from connecting to the body read."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    seconds: float
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-def request_once(port: int, method: str, path: str, headers: dict[str, str], body: bytes | None = None) -> Exchange:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_SECONDS)
-    started = time.monotonic()
-    try:
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
-        content = response.read()
-    finally:
-        connection.close()
-    return Exchange(response.status, dict(response.getheaders()), content, time.monotonic() - started)
 
 
 def send_together(*, port: int, api_key: str, body: bytes, count: int) -> list[tuple[str, bytes]]:

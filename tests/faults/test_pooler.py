@@ -14,9 +14,9 @@ import json
 
 import pytest
 
-from bench.common import ACCEPT_PATH, API_HEADERS, PROXY_HEADERS
+from bench.common import ACCEPT_PATH, API_HEADERS, PROXY_HEADERS, Exchange, one_request
 from tests.faults.harness import Harness
-from tests.faults.load import Exchange, Traffic, request_once, send_together
+from tests.faults.load import Traffic, send_together
 from tests.faults.test_faults import DEADLINE_SECONDS, check, postgres_restarted_under_load
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(240 + DEADLINE_SECONDS)]
@@ -108,8 +108,8 @@ def test_the_health_check_answers_in_time_while_pgbouncer_holds_its_queries(pool
 def a_send(harness: Harness) -> Exchange:
     body = json.dumps({"url": harness.receiver.url("/pooler/fast"), "payload": {"while": "pooler down"}}).encode()
     headers = {**API_HEADERS, "X-API-Key": harness.api_keys[0]}
-    return request_once(harness.processes.web_port, "POST", ACCEPT_PATH, headers, body)
+    return one_request(harness.processes.web_port, "POST", ACCEPT_PATH, headers, body)
 
 
 def the_health_check(harness: Harness) -> Exchange:
-    return request_once(harness.processes.web_port, "GET", "/api/v1/health", PROXY_HEADERS)
+    return one_request(harness.processes.web_port, "GET", "/api/v1/health", PROXY_HEADERS)
