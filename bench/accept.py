@@ -164,6 +164,20 @@ def accept_row(label: str, runs: list[AcceptRun]) -> tuple[Any, ...]:
     return label, runs[0].target, *medians, *totals, cpu, other
 
 
+def errors_verdict(runs: list[AcceptRun]) -> None:
+    errors = sum(run.errors for run in runs)
+    verdict("errors", str(errors), "0", errors == 0)
+
+
+def run_notes(runs: list[AcceptRun]) -> None:
+    """What went wrong in a run, and runs that other work disturbed."""
+    for run in runs:
+        if run.errors:
+            print(f"  {run.target}: {run.non_202} answers not 202, {run.socket_errors} socket errors or timeouts")
+        if run.other_load > 0.10:
+            print(f"  note: other processes used {run.other_load:.0%} of the CPUs in a {run.target} run; re-run")
+
+
 def seed_keys(args: argparse.Namespace, rounds: int) -> int:
     """Seeds Startup accounts for ``rounds`` rounds and writes their API keys where accept.lua reads them; returns
     the keys a round takes. Each round starts on keys of its own, so no key sees two rounds' requests within one
@@ -220,14 +234,9 @@ def run(args: argparse.Namespace) -> None:
     if not args.against:
         of_floor = p99 / max(median(floor.p99_ms for floor in floors), 1e-9)
         verdict("app p99 / floor p99", f"{of_floor:.2f}x", f"<= {MAX_P99_OF_FLOOR}x", of_floor <= MAX_P99_OF_FLOOR)
-    errors = sum(run.errors for run in apps + floors)
-    verdict("errors", str(errors), "0", errors == 0)
+    errors_verdict(apps + floors)
     cost = median(app.cpu_ms for app in apps) / max(median(floor.cpu_ms for floor in floors), 1e-9)
     print(f"  gunicorn CPU per request: app {cost:.2f}x the {floors[0].target}'s (not a target; explains the ratio)")
-    for run in apps + floors:
-        if run.errors:
-            print(f"  {run.target}: {run.non_202} answers not 202, {run.socket_errors} socket errors or timeouts")
-        if run.other_load > 0.10:
-            print(f"  note: other processes used {run.other_load:.0%} of the CPUs in a {run.target} run; re-run")
+    run_notes(apps + floors)
     if max(app.rps for app in apps) > MAX_RPS:
         print(f"  note: the app ran above {MAX_RPS} req/s; some keys may have met the rate limit")

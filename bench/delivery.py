@@ -74,6 +74,24 @@ THROUGHPUT_COLUMNS = (
 LATENCY_COLUMNS = "p50 ms>9.1f|p95 ms>9.1f|p99 ms>9.1f|max ms>9.1f|arrived>12|dup>5|errors>8|sig>7"
 
 
+# What the app's workers (and gunicorn) need on top of the bench's environment to deliver to the receiver.
+APP_WORKER_ENV = {
+    "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",  # the receiver is on 127.0.0.1; production keeps the filter on
+    "WEBHOOK_CA_BUNDLE": str(TLS_DIR / "ca.pem"),
+}
+
+
+@contextlib.contextmanager
+def started_receiver(port: int, *, close: bool = False) -> Iterator[tuple[Proc, ReceiverClient]]:
+    """The HTTPS receiver on ``port`` with the bench's certificate (``make_tls`` first), and a client for what it
+    recorded; with ``close`` it hangs up after each delivery."""
+    command = [sys.executable, "-m", "bench.receiver", "--port", str(port)]
+    command += ["--cert", str(TLS_DIR / "cert.pem"), "--key", str(TLS_DIR / "key.pem")]
+    command += ["--close"] if close else []
+    with running("receiver", command, port=port) as receiver:
+        yield receiver, ReceiverClient(port, str(TLS_DIR / "ca.pem"))
+
+
 @dataclass
 class Delivery:
     args: argparse.Namespace
@@ -123,8 +141,12 @@ class DeliveryRun:
     def rate(self) -> float:
         return self.arrived / self.seconds if self.seconds > 0 else 0.0
 
+    def cpu_ms(self, source: str) -> float:
+        """CPU milliseconds a delivery of one of ``cpu``'s sources."""
+        return self.cpu.get(source, 0.0) * 1000 / max(self.arrived, 1)
+
     def row(self) -> tuple[Any, ...]:
-        per_delivery = [self.cpu[name] / max(self.arrived, 1) * 1000 for name in ("worker", "postgres", "receiver")]
+        per_delivery = [self.cpu_ms(name) for name in ("worker", "postgres", "receiver")]
         counts = f"{self.arrived}/{self.jobs}", self.duplicates
         tail = self.busy, self.before, "{}/{}".format(*self.signatures)
         return self.target, self.round, self.rate, self.seconds, *counts, *per_delivery, *tail
@@ -215,6 +237,14 @@ def throughput(d: Delivery, target: str, number: int) -> DeliveryRun:
 def every_job_verdict(arrived: int, jobs: int, duplicates: int, signatures: list[tuple[int, int]]) -> None:
     ok = arrived == jobs and not duplicates and all(good == checked for good, checked in signatures)
     verdict("every job arrived once, signed", f"{arrived}/{jobs}", "all", ok)
+
+
+def throughput_verdicts(runs: list[DeliveryRun]) -> None:
+    """Every job of every run arrived once, signed; and a note when other work kept the CPUs busy before a run."""
+    arrived, jobs, duplicates = (sum(getattr(run, name) for run in runs) for name in ("arrived", "jobs", "duplicates"))
+    every_job_verdict(arrived, jobs, duplicates, [run.signatures for run in runs])
+    if any(run.before > 0.15 for run in runs):
+        print("  note: other processes kept the CPUs busy before a run (column 'before'); re-run when quiet")
 
 
 def paced_load(d: Delivery, seconds: float) -> tuple[list[tuple[str, float, float]], Counter[str]]:
@@ -323,8 +353,7 @@ def run(args: argparse.Namespace) -> None:
         celery_app.set_current()  # the floor's Celery app made itself current; the app's publish uses the current app
         floor_secret = "whsec_" + uuid.uuid4().hex * 2
         env = {
-            "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",  # the receiver is on 127.0.0.1; production keeps the filter on
-            "WEBHOOK_CA_BUNDLE": str(TLS_DIR / "ca.pem"),
+            **APP_WORKER_ENV,
             "BENCH_FLOOR_CA_BUNDLE": str(TLS_DIR / "ca-bundle.pem"),
             "BENCH_FLOOR_SECRET": floor_secret,
             **via,
@@ -332,13 +361,9 @@ def run(args: argparse.Namespace) -> None:
         api_requests = args.rate * min(60.0, args.warmup + args.duration)
         direct_jobs = (args.jobs + 200) * args.rounds
         count = max(40, math.ceil(api_requests / REQUESTS_PER_KEY), math.ceil(direct_jobs / JOBS_PER_ACCOUNT))
-        command = [sys.executable, "-m", "bench.receiver", "--port", str(args.receiver_port)]
-        command += ["--cert", str(TLS_DIR / "cert.pem"), "--key", str(TLS_DIR / "key.pem")]
-        command += ["--close"] if args.receiver_connections == "close" else []
-        with running("receiver", command, port=args.receiver_port) as receiver:
+        with started_receiver(args.receiver_port, close=args.receiver_connections == "close") as (receiver, client):
             log(f"delivery: seeding {count} Startup accounts")
             accounts = seed_accounts(count, prefix="delivery", secrets=True)
-            client = ReceiverClient(args.receiver_port, str(TLS_DIR / "ca.pem"))
             d = Delivery(args, env, receiver, client, accounts, floor_secret)
             # Against a revision, its workers take the floor's place, round by round.
             targets = ("app", "before") if args.against else ("app", "floor")
@@ -351,9 +376,6 @@ def run(args: argparse.Namespace) -> None:
                 judge_rounds(f"app/{args.against} deliveries/s", pairs, MIN_SHARE_OF_BEFORE)
             else:
                 judge_rounds("app/floor deliveries/s", pairs, MIN_DELIVERY_SHARE)
-            arrived, jobs = sum(run.arrived for run in runs), sum(run.jobs for run in runs)
-            every_job_verdict(arrived, jobs, sum(run.duplicates for run in runs), [run.signatures for run in runs])
-            if any(run.before > 0.15 for run in runs):
-                print("  note: other processes kept the CPUs busy before a run (column 'before'); re-run when quiet")
+            throughput_verdicts(runs)
             if not args.against:
                 latency(d)

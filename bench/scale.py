@@ -31,14 +31,12 @@ import dataclasses
 import math
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
 
 from bench import accept, delivery
 from bench.common import (
-    TLS_DIR,
     BenchError,
     Proc,
     command_cpu,
@@ -47,13 +45,10 @@ from bench.common import (
     option,
     own_services,
     pgbouncer,
-    running,
     seed_accounts,
     table,
-    verdict,
 )
 from bench.delivery import Delivery, DeliveryRun
-from bench.receiver import ReceiverClient
 
 HELP = "deliveries with 1 to 3 workers and the accept path, directly and through PgBouncer"
 VIAS = ("direct", "pooled")
@@ -107,7 +102,7 @@ def per_delivery(run: DeliveryRun, source: str) -> float:
     """CPU ms a delivery of one source; ``all``: every process on the machine (the busy share of all CPUs)."""
     if source == "all":
         return run.busy * (os.cpu_count() or 1) * run.seconds * 1000 / max(run.arrived, 1)
-    return run.cpu.get(source, 0.0) * 1000 / max(run.arrived, 1)
+    return run.cpu_ms(source)
 
 
 def delivery_rounds(
@@ -172,11 +167,7 @@ def delivery_report(rounds: list[dict[Setup, DeliveryRun]], setups: list[Setup],
             f"{pg[0]:.2f} -> {pg[1]:.2f} ms a delivery (behind the pooler nothing is prepared)"
         )
     print()
-    every = [run for runs in rounds for run in runs.values()]
-    arrived, jobs, duplicates = (sum(getattr(run, name) for run in every) for name in ("arrived", "jobs", "duplicates"))
-    delivery.every_job_verdict(arrived, jobs, duplicates, [run.signatures for run in every])
-    if any(run.before > 0.15 for run in every):
-        print("  note: other processes kept the CPUs busy before a run (column 'before'); re-run when quiet")
+    delivery.throughput_verdicts([run for runs in rounds for run in runs.values()])
 
 
 def delivery_reading(setup: Setup, ratio: float, busy: float, cost: float, threads: int) -> str:
@@ -213,19 +204,13 @@ def delivery_part(args: argparse.Namespace, envs: dict[str, dict[str, str]]) -> 
     # Per round: each configuration's jobs and warm-up jobs (delivery.throughput: 4 per thread, 50 at least).
     jobs = sum(args.jobs + max(50, 4 * args.concurrency * setup.processes) for setup in setups) * args.rounds
     count = max(40, math.ceil(jobs / delivery.JOBS_PER_ACCOUNT))
-    env = {
-        "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",  # the receiver is on 127.0.0.1; production keeps the filter on
-        "WEBHOOK_CA_BUNDLE": str(TLS_DIR / "ca.pem"),
-    }
     make_tls()
-    command = [sys.executable, "-m", "bench.receiver", "--port", str(args.receiver_port)]
-    command += ["--cert", str(TLS_DIR / "cert.pem"), "--key", str(TLS_DIR / "key.pem")]
-    with running("receiver", command, port=args.receiver_port) as receiver:
+    with delivery.started_receiver(args.receiver_port) as (receiver, client):
         log(f"scale: seeding {count} Startup accounts for {len(setups)} configurations, {args.rounds} rounds")
         accounts = seed_accounts(count, prefix="scale", secrets=True)
-        client = ReceiverClient(args.receiver_port, str(TLS_DIR / "ca.pem"))
         # What delivery.py's functions read from the arguments beyond ours: no other revision's workers.
-        d = CountedDelivery(argparse.Namespace(**vars(args), against=""), env, receiver, client, accounts, "")
+        args_for_delivery = argparse.Namespace(**vars(args), against="")
+        d = CountedDelivery(args_for_delivery, dict(delivery.APP_WORKER_ENV), receiver, client, accounts, "")
         rounds = delivery_rounds(d, setups, envs)
     delivery_report(rounds, setups, args.concurrency if args.pool == "threads" else 1)
 
@@ -266,11 +251,8 @@ def accept_part(args: argparse.Namespace, envs: dict[str, dict[str, str]]) -> No
         + ", ".join(f"{name} {a:.2f} -> {b:.2f}" for name, (a, b) in cpu.items())
     )
     print(f"  what this says: {accept_reading(share, cpu)}")
-    errors = sum(run.errors for run in directs + pooleds)
-    verdict("errors", str(errors), "0", errors == 0)
-    for run in directs + pooleds:
-        if run.other_load > 0.10:
-            print(f"  note: other processes used {run.other_load:.0%} of the CPUs in a {run.target} run; re-run")
+    accept.errors_verdict(directs + pooleds)
+    accept.run_notes(directs + pooleds)
 
 
 def accept_reading(share: float, cpu: dict[str, tuple[float, float]]) -> str:
