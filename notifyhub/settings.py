@@ -407,6 +407,7 @@ if PROMETHEUS_MULTIPROC_DIR:
 LOG_FORMAT = env_str("LOG_FORMAT", "text" if EMBEDDED_MODE else "json")
 if LOG_FORMAT not in ("json", "text"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be 'json' or 'text', got {LOG_FORMAT!r}")
+_celery_task_log_level = "NOTSET" if env_bool("WORKER_TASK_LOG", False) else "WARNING"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -420,8 +421,5 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # Celery's "Task ... received" and "... succeeded" lines, two a task: the delivery line says what they would
     # (docs/observability.md). Their warnings and errors (a task that raised) stay.
-    "loggers": {
-        name: {"level": "NOTSET" if env_bool("WORKER_TASK_LOG", False) else "WARNING"}
-        for name in ("celery.worker.strategy", "celery.app.trace")
-    },
+    "loggers": {name: {"level": _celery_task_log_level} for name in ("celery.worker.strategy", "celery.app.trace")},
 }
