@@ -270,6 +270,11 @@ class ProviderKeyNotFound(NotFound):
         super().__init__()
 
 
+class SuppressionNotFound(NotFound):
+    code = "suppression_not_found"
+    message = "Suppression not found"
+
+
 class UserNotFound(NotFound):
     """No user with this id, or a user without a NotifyHub account (staff's endpoints)."""
 
@@ -306,6 +311,13 @@ class DomainExists(Conflict):
 class EmailTaken(Conflict):
     code = "email_taken"
     message = "An account with this email already exists. Sign in instead."
+
+
+class AddressSuppressed(Conflict):
+    """The address is on the account's suppression list already, added by hand or by a provider's event."""
+
+    code = "address_suppressed"
+    message = "Address is already suppressed"
 
 
 class AccountNotDeleted(Conflict):

@@ -10,10 +10,11 @@ from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.template.loader import render_to_string
 from rest_framework import serializers
 
-from core.api.fields import DomainNameField, HttpsUrlField
+from core.api.fields import EMAIL_MAX_LENGTH, DomainNameField, EmailAddressField, HttpsUrlField
 from dashboard.mail import send_platform_email
 from notifications.models import JobStatus, JobType
 from providers.names import ProviderName
+from suppressions.models import SuppressionReason
 
 
 class SignUpForm(forms.Form):
@@ -191,3 +192,53 @@ class WebhookTestForm(forms.Form):
             return str(_WEBHOOK_URL_RULE.to_internal_value(self.cleaned_data["url"].strip()))
         except serializers.ValidationError:
             raise forms.ValidationError("Enter a full HTTPS URL, such as https://example.com/webhooks.") from None
+
+
+# --- The suppressions page -----------------------------------------------------------------------
+
+# Each reason as the page words it, in the filter's options and the list's column alike.
+SUPPRESSION_REASONS: list[tuple[str, str]] = [
+    (SuppressionReason.HARD_BOUNCE, "Hard bounce"),
+    (SuppressionReason.SPAM_REPORT, "Spam complaint"),
+    (SuppressionReason.UNSUBSCRIBED, "Unsubscribed"),
+    (SuppressionReason.MANUAL, "Added by hand"),
+]
+# The API's largest page number: the offset of any page up to it fits the database's row numbers.
+LAST_PAGE_NUMBER = 999_999_999
+
+
+class SuppressionFilterForm(forms.Form):
+    """The suppressions page's query string: a part of the address, a reason, pages from 1."""
+
+    q = forms.CharField(
+        label="Address contains",
+        required=False,
+        max_length=EMAIL_MAX_LENGTH,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}),
+    )
+    reason = forms.ChoiceField(label="Reason", choices=[("", "All reasons"), *SUPPRESSION_REASONS], required=False)
+    page = forms.IntegerField(min_value=1, max_value=LAST_PAGE_NUMBER, required=False, widget=forms.HiddenInput)
+
+
+# The API's own rule for an address, so the page and POST /api/v1/suppressions accept the same addresses.
+_EMAIL_ADDRESS_RULE = EmailAddressField()
+
+
+class SuppressionAddForm(forms.Form):
+    email = forms.CharField(
+        label="Email address",
+        max_length=EMAIL_MAX_LENGTH,
+        error_messages={"required": "Enter the email address to suppress."},
+        widget=forms.EmailInput(
+            attrs={"placeholder": "ada@example.com", "autocomplete": "off", "autocapitalize": "none"}
+        ),
+        help_text="From now on, every email to it fails at once. Letter case does not matter.",
+    )
+
+    def clean_email(self) -> str:
+        try:
+            return str(_EMAIL_ADDRESS_RULE.to_internal_value(self.cleaned_data["email"]))
+        except serializers.ValidationError:
+            raise forms.ValidationError(
+                "Enter a full email address at a public domain, such as ada@example.com."
+            ) from None

@@ -50,6 +50,13 @@ def job_accepted(job_type: str) -> None:
     ACCEPTED[job_type].inc()
 
 
+def job_failed_on_arrival(job: Job) -> None:
+    """Counts a job accepted already failed, never to be attempted (its recipient is suppressed)."""
+    ACCEPTED[job.type].inc()
+    FAILED[job.type].inc()
+    logger.info("Job %s: failed on arrival: %s", job.id, job.error_message)
+
+
 def attempt_recorded(job: Job, *, attempt: int, outcome: AttemptOutcome, job_status: str, seconds: float) -> None:
     """Counts a recorded attempt and logs it; ``job_status`` is the job's status after it."""
     result = DeliveryStatus.SUCCESS if outcome.delivered else DeliveryStatus.FAILED

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from core.api.envelope import iso_utc
 from core.api.fields import IsoDateTimeField, OneOfField
+from core.api.pages import PaginationSerializer
 from notifications.models import Job, JobStatus, JobType, Priority
 from notifications.selectors import job_payload_for_owner
 from providers.names import EmailEventType, ProviderName
@@ -81,13 +82,6 @@ class JobDetailSerializer(JobSlimSerializer):
     deliveryLogs = DeliveryLogSerializer(source="delivery_logs", many=True)
     # What the email providers reported about the message (oldest first); empty for webhooks.
     events = EmailEventSerializer(source="email_events", many=True)
-
-
-class PaginationSerializer(serializers.Serializer):
-    page = serializers.IntegerField()
-    limit = serializers.IntegerField()
-    total = serializers.IntegerField()
-    totalPages = serializers.IntegerField()
 
 
 class JobPageSerializer(serializers.Serializer):

@@ -25,13 +25,16 @@ from notifications.delivery.webhook import send as send_webhook
 from notifications.delivery.wire import json_bytes
 from notifications.engine import store
 from notifications.engine.queue import job_enqueue
-from notifications.models import Job, JobStatus, JobType
-from notifications.observability import job_accepted
+from notifications.engine.transitions import NextState
+from notifications.models import DeliveryLog, DeliveryStatus, Job, JobStatus, JobType
+from notifications.observability import job_accepted, job_failed_on_arrival
 from notifications.routing import email_needs_provider_key, email_routing_check, platform_routes, platform_sender
 from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
 from providers.base import OutgoingEmail, build_message
 from providers.failover import send_with_failover
+from suppressions.selectors import suppression_reason
+from suppressions.services import suppressed_message
 
 REQUEUED_MESSAGE = "Job has been re-queued for processing"
 NOT_RETRYABLE_MESSAGE = JobNotRetryable.message
@@ -77,7 +80,7 @@ def email_job_create(
     payload: dict[str, Any] = {"to": to, "subject": subject, "body": body}
     if sender is not None:
         payload["from"] = sender
-    return _job_create(
+    job = _new_job(
         account=account,
         type=JobType.EMAIL,
         payload=payload,
@@ -86,6 +89,9 @@ def email_job_create(
         provider=provider,
         fallback=fallback,
     )
+    if reason := suppression_reason(account_id=account.pk, email=to):
+        return _job_failed_on_arrival(job, error=suppressed_message(reason))
+    return _job_create(job)
 
 
 def webhook_job_create(
@@ -100,7 +106,7 @@ def webhook_job_create(
 ) -> Job:
     masked_url, credentials = split_credentials(url)
     stored_headers, secret_headers = split_secret_headers(headers or {})
-    return _job_create(
+    job = _new_job(
         account=account,
         type=JobType.WEBHOOK,
         payload={"url": masked_url, "method": method, "headers": stored_headers, "payload": payload},
@@ -109,13 +115,14 @@ def webhook_job_create(
         url_credentials=encrypt(credentials) if credentials else None,
         secret_headers=secret_headers,
     )
+    return _job_create(job)
 
 
 def _counts_against_quota(*, account: Account, job_type: str) -> bool:
     return job_type == JobType.WEBHOOK or account.limits.quota_counts_email
 
 
-def _job_create(
+def _new_job(
     *,
     account: Account,
     type: str,
@@ -127,8 +134,7 @@ def _job_create(
     url_credentials: str | None = None,
     secret_headers: str | None = None,
 ) -> Job:
-    """Stores the job, spends quota and queues it once committed; a duplicate or a refusal leaves no trace."""
-    job = Job(
+    return Job(
         account=account,
         type=type,
         payload=payload,
@@ -140,10 +146,24 @@ def _job_create(
         secret_headers=secret_headers,
         requeue_at=_requeue_time(),
     )
-    store.insert(job, counted=_counts_against_quota(account=account, job_type=type))
-    job_accepted(type)
+
+
+def _job_create(job: Job) -> Job:
+    """Stores the job, spends quota and queues it once committed; a duplicate or a refusal leaves no trace."""
+    store.insert(job, counted=_counts_against_quota(account=job.account, job_type=job.type))
+    job_accepted(job.type)
     # Outside a transaction this sends at once; inside a caller's, when it commits.
     transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
+    return job
+
+
+def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
+    """Stores a job that must not go out at all as failed, with one log of its one attempt that made no request:
+    never queued, no quota spent (docs/suppressions.md)."""
+    now = timezone.now()
+    log = DeliveryLog(job=job, attempt=1, status=DeliveryStatus.FAILED, error_message=error, created_at=now)
+    store.insert_failed(job, failure=NextState.failed(attempts=1, at=now, error=error), log=log)
+    job_failed_on_arrival(job)
     return job
 
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from django.conf import settings
@@ -12,9 +11,8 @@ from rest_framework.response import Response
 from accounts.access import AccountHolderView, ApiKeyView
 from accounts.authentication import request_account
 from accounts.models import Account
-from core.api.exceptions import ApiKeyInBothHeaders, ValidationFailed
+from core.api.exceptions import ApiKeyInBothHeaders
 from core.api.fields import (
-    POSITIVE_INTEGER_SCHEMA,
     EmailAddressField,
     HeadersField,
     HttpsUrlField,
@@ -23,8 +21,10 @@ from core.api.fields import (
     PositiveIntegerParamField,
     TextField,
 )
+from core.api.pages import Page, PageQuery, page_parameters
 from core.api.schema import (
     BODY_REFUSALS,
+    QUERY_REFUSED,
     SESSION_ERROR_DESCRIPTIONS,
     ErrorAnswer,
     Link,
@@ -76,7 +76,6 @@ from providers.names import ProviderName
 
 WEBHOOK_METHODS = ["POST", "PUT", "PATCH", "DELETE"]
 WEBHOOK_PAYLOAD_MAX_BYTES = 10 * 1024
-MAX_PAGE_SIZE = 100
 # RFC 5322 caps a header line at 998 characters.
 SUBJECT_MAX_LENGTH = 998
 EMAIL_BODY_MAX_LENGTH = 256 * 1024
@@ -333,25 +332,15 @@ class JobDetailView(MountedView):
         return Response(JobDetailSerializer(job).data)
 
 
-class JobListQuery(RequestSerializer):
-    page = PositiveIntegerParamField(required=False)
-    limit = PositiveIntegerParamField(required=False)
+class JobListQuery(PageQuery):
     type = OneOfField(choices=JobType.values, required=False)
     status = OneOfField(choices=JobStatus.values, required=False)
 
 
 JOB_LIST_PARAMETERS = (
-    OpenApiParameter("page", POSITIVE_INTEGER_SCHEMA, description="Page number, from 1", default=1),
-    OpenApiParameter(
-        "limit", POSITIVE_INTEGER_SCHEMA, description=f"Jobs per page; a larger value gives {MAX_PAGE_SIZE}", default=20
-    ),
+    *page_parameters("Jobs"),
     OpenApiParameter("type", str, enum=JobType.values, description="Only jobs of this type"),
     OpenApiParameter("status", str, enum=JobStatus.values, description="Only jobs in this status"),
-)
-QUERY_REFUSED = ErrorAnswer(
-    "A query parameter is invalid (the message names it), or the API key was sent in both headers.",
-    ApiKeyInBothHeaders,
-    ValidationFailed,
 )
 
 
@@ -370,17 +359,15 @@ class JobListView(MountedView):
     def get(self, request: Request) -> Response:
         query = JobListQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        page = query.validated_data.get("page", 1)
-        limit = min(query.validated_data.get("limit", 20), MAX_PAGE_SIZE)
+        page = Page.asked(query.validated_data)
         jobs, total = job_list(
             account=request_account(request),
-            page=page,
-            limit=limit,
+            page=page.number,
+            limit=page.limit,
             type=query.validated_data.get("type"),
             status=query.validated_data.get("status"),
         )
-        pagination = {"page": page, "limit": limit, "total": total, "totalPages": math.ceil(total / limit)}
-        return Response(JobPageSerializer({"data": jobs, "pagination": pagination}).data)
+        return Response(JobPageSerializer({"data": jobs, "pagination": page.pagination(total)}).data)
 
 
 JOB_REQUEUED = inline_serializer(

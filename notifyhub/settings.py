@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "notifications",
     "domains",
     "webhooks_inbound",
+    "suppressions",
     "dashboard",
     "staff",
     "devtools",

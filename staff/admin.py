@@ -1,4 +1,4 @@
-"""The Django admin as staff's console: accounts with their actions, jobs, domains and events.
+"""The Django admin as staff's console: accounts with their actions, jobs, domains, events and suppressions.
 
 Every change goes through the services the API and the commands use, never a bare save, and
 nothing secret is shown: API keys by their hint, provider keys by name, no signing secret,
@@ -39,6 +39,7 @@ from notifications.selectors import job_payload_for_staff
 from notifications.services import job_retry
 from staff.selectors import account_contents
 from staff.services import account_erase
+from suppressions.models import Suppression
 from webhooks_inbound.models import EmailEvent
 
 ACTION_TEMPLATE = "admin/staff/account_action.html"
@@ -109,6 +110,12 @@ class UsagePeriodInline(ReadOnlyInline):
     ordering = ("-period_start",)
 
 
+def account_rows_link(account: Account, changelist: str, label: str) -> str:
+    """A link to ``changelist`` filtered to the account's rows: too many to show on the account's page."""
+    url = reverse(changelist) + f"?account__id__exact={account.pk}"
+    return format_html('<a href="{}">{}</a>', url, label)
+
+
 class AccountState(admin.SimpleListFilter):
     title = parameter_name = "state"
 
@@ -138,7 +145,7 @@ class MonthlyLimitForm(forms.Form):
 
 @admin.register(Account)
 class AccountAdmin(admin.ModelAdmin):
-    list_display = ["email", "plan", "state", "usage", "monthly_limit", "jobs", "created_at"]
+    list_display = ["email", "plan", "state", "usage", "monthly_limit", "jobs", "suppressions", "created_at"]
     list_filter = ["plan", AccountState]
     search_fields = ["user__email", "public_id"]
     list_select_related = ["user"]
@@ -196,8 +203,11 @@ class AccountAdmin(admin.ModelAdmin):
 
     @admin.display(description="Jobs")
     def jobs(self, account: Account) -> str:
-        url = reverse("admin:notifications_job_changelist") + f"?account__id__exact={account.pk}"
-        return format_html('<a href="{}">jobs</a>', url)
+        return account_rows_link(account, "admin:notifications_job_changelist", "jobs")
+
+    @admin.display(description="Suppressions")
+    def suppressions(self, account: Account) -> str:
+        return account_rows_link(account, "admin:suppressions_suppression_changelist", "suppressions")
 
     @admin.action(description="Soft-delete (the key answers 403; restorable)", permissions=["change"])
     @at_most(ROWS_PER_ACTION, hint=NARROW_THE_LIST)
@@ -401,3 +411,23 @@ class EmailEventAdmin(admin.ModelAdmin):
         # The event's own job_id links to the job: a page of events reads no job row.
         url = reverse("admin:notifications_job_change", args=[event.job_id])
         return format_html('<a href="{}">{}</a>', url, event.job_id)
+
+
+@admin.register(Suppression)
+class SuppressionAdmin(admin.ModelAdmin):
+    """Read-only: addresses come on the list through the API, the commands and providers' events. Taking one off is
+    Django's delete, which is what removing it does (suppressions.services.suppression_remove)."""
+
+    list_display = ["email", "account", "reason", "provider", "job_id", "created_at"]
+    # By account: the account list's "suppressions" link, or ?account__id__exact=<id>.
+    list_filter = ["reason", "provider"]
+    search_fields = ["email", "account__user__email"]
+    list_select_related = ["account__user"]
+    readonly_fields = [field.name for field in Suppression._meta.fields]
+    actions = [delete_selected]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # added by hand through the API or `manage.py suppressions`, which check the address
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

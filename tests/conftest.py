@@ -94,6 +94,9 @@ class Client:
     def post(self, path: str, body: Any = None) -> Any:
         return self.http.post(path, body, format="json", HTTP_X_API_KEY=self.api_key)
 
+    def delete(self, path: str) -> Any:
+        return self.http.delete(path, HTTP_X_API_KEY=self.api_key)
+
     def send_webhook(self, **overrides: Any) -> Any:
         return self.post("/api/v1/notifications/webhook", {**WEBHOOK, **overrides})
 

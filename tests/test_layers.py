@@ -14,7 +14,7 @@ SHELL, CORE, PROVIDERS = "notifyhub", "core", "providers"
 # they use only accounts (``--account`` finds the signing secret to check with). What listen tells the webhook client
 # goes through a file the settings name (WEBHOOK_LOCAL_TARGET_FILE), never an import either way.
 DEVTOOLS, DEVTOOLS_USE = "devtools", {"accounts"}
-APPS = ("accounts", "notifications", "domains", "webhooks_inbound", "dashboard", "staff", DEVTOOLS)
+APPS = ("accounts", "notifications", "domains", "webhooks_inbound", "suppressions", "dashboard", "staff", DEVTOOLS)
 LAYER = {SHELL: 0, **dict.fromkeys(APPS, 1), CORE: 2, PROVIDERS: 3}
 # What one app may take from another: its models and what it does, never how it speaks HTTP.
 # (``management``: the operators' commands find an account by email the same way in every app; ``routing``: the

@@ -19,6 +19,7 @@ from typing import Any
 from anymail.signals import AnymailTrackingEvent
 
 from providers.names import EmailEventType, ProviderName
+from suppressions.models import SuppressionReason
 
 RECIPIENT_MAX_LENGTH = 320
 EVENT_ID_MAX_LENGTH = 255
@@ -37,6 +38,9 @@ POSTMARK_RECORD_TYPES = {
 }
 # Bounce types Postmark documents as temporary (https://postmarkapp.com/developer/api/bounce-api#bounce-types).
 POSTMARK_TEMPORARY_BOUNCES = {"Transient", "SoftBounce", "DnsError"}
+# And those that say the address itself is gone or refused for good: the ones that suppress it. Its other types
+# (an auto-responder, a challenge, a virus notice, ...) are bounces that say nothing of the address.
+POSTMARK_PERMANENT_BOUNCES = {"HardBounce", "BadEmailAddress", "ManuallyDeactivated"}
 
 SENDGRID_EVENTS = {
     "delivered": EmailEventType.DELIVERED,
@@ -77,9 +81,15 @@ def sendgrid_event_type(event: Mapping[str, Any]) -> EmailEventType | None:
     return SENDGRID_EVENTS.get(event.get("event"))  # type: ignore[arg-type]
 
 
+def _resend_bounce_type(event: Mapping[str, Any]) -> Any:
+    """Resend's `Permanent`, `Transient` or `Undetermined` (https://resend.com/docs/dashboard/webhooks/event-types)."""
+    data = event.get("data")
+    bounce = data.get("bounce") if isinstance(data, dict) else None
+    return bounce.get("type") if isinstance(bounce, dict) else None
+
+
 def resend_event_type(event: Mapping[str, Any]) -> EmailEventType | None:
-    bounce = (event.get("data") or {}).get("bounce")
-    if event.get("type") == "email.bounced" and isinstance(bounce, dict) and bounce.get("type") == "Transient":
+    if event.get("type") == "email.bounced" and _resend_bounce_type(event) == "Transient":
         return EmailEventType.DEFERRED
     return RESEND_EVENTS.get(event.get("type"))  # type: ignore[arg-type]
 
@@ -89,6 +99,26 @@ EVENT_TYPE_OF: dict[str, Callable[[Mapping[str, Any]], EmailEventType | None]] =
     ProviderName.SENDGRID: sendgrid_event_type,
     ProviderName.RESEND: resend_event_type,
 }
+
+# Whether a BOUNCED event is one the provider calls permanent (its temporary ones are DEFERRED already). SendGrid's
+# "dropped" is a message it would not send, for reasons that are not all the address's: it suppresses nothing.
+IS_PERMANENT_BOUNCE: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    ProviderName.POSTMARK: lambda event: event.get("Type") in POSTMARK_PERMANENT_BOUNCES,
+    ProviderName.SENDGRID: lambda event: event.get("event") == "bounce",
+    ProviderName.RESEND: lambda event: _resend_bounce_type(event) == "Permanent",
+}
+# The other events that mean "never again"; a deferral never does (docs/suppressions.md).
+SUPPRESSING_EVENTS = {
+    EmailEventType.SPAM_REPORT: SuppressionReason.SPAM_REPORT,
+    EmailEventType.UNSUBSCRIBED: SuppressionReason.UNSUBSCRIBED,
+}
+
+
+def suppression_reason(provider: str, event_type: EmailEventType, event: Mapping[str, Any]) -> SuppressionReason | None:
+    """Why the event puts its recipient on the suppression list, or None when it does not."""
+    if event_type == EmailEventType.BOUNCED:
+        return SuppressionReason.HARD_BOUNCE if IS_PERMANENT_BOUNCE[provider](event) else None
+    return SUPPRESSING_EVENTS.get(event_type)
 
 
 @dataclass(frozen=True)
@@ -103,6 +133,8 @@ class ReportedEvent:
     message_ids: tuple[str, ...]
     job_id: uuid.UUID | None
     payload: str
+    # Why the recipient goes on the account's suppression list once the event is stored; None: it does not.
+    suppresses: SuppressionReason | None = None
 
 
 def reported_event(provider: str, parsed: AnymailTrackingEvent, *, received_at: datetime) -> ReportedEvent | None:
@@ -120,6 +152,7 @@ def reported_event(provider: str, parsed: AnymailTrackingEvent, *, received_at: 
         message_ids=_message_ids(provider, parsed),
         job_id=_job_id(parsed.metadata),
         payload=payload,
+        suppresses=suppression_reason(provider, event_type, raw),
     )
 
 

@@ -18,6 +18,7 @@ from core import sql
 from core.crypto import encrypt
 from core.errors import ResendSecretInvalid, SendGridKeyInvalid, TrackingCredentialNotSettable
 from notifications.models import DeliveryLog, Job
+from suppressions.services import Reported, suppressions_record
 from webhooks_inbound.events import ReportedEvent
 from webhooks_inbound.models import EmailEvent, TrackingCredentials
 from webhooks_inbound.verification import resend_verifier, sendgrid_public_key
@@ -122,35 +123,46 @@ INSERT_EVENTS_SQL = f"""
 
 
 def events_record(*, account: Account, provider: str, events: Sequence[ReportedEvent], ignored: int) -> Recorded:
-    """Stores each event under the account's job it names, once; the whole batch in one transaction."""
+    """Stores each event under the account's job it names, once, and puts the recipient of each newly stored event
+    that means "never again" on the account's suppression list; the whole batch in one transaction."""
     job_ids = _job_ids(account, events)
-    rows: dict[str, EmailEvent] = {}  # by provider event id: a batch naming one event twice stores it once
+    # By provider event id: a batch naming one event twice stores it once.
+    placed: dict[str, tuple[ReportedEvent, uuid.UUID]] = {}
     for event, job_id in zip(events, job_ids, strict=True):
         if job_id is not None:
-            rows.setdefault(event.provider_event_id, _row(account, provider, job_id, event))
-    stored = _insert_new(list(rows.values()))
+            placed.setdefault(event.provider_event_id, (event, job_id))
+    with transaction.atomic():
+        stored = _insert_new([_row(account, provider, job_id, event) for event, job_id in placed.values()])
+        suppressions_record(account=account, reported=_suppressing(provider, [placed[key] for key in stored]))
     unmatched = job_ids.count(None)
     if unmatched:
         logger.info("Dropped %d %s event(s) naming no message of account %s", unmatched, provider, account.public_id)
     return Recorded(
         received=len(events) + ignored,
-        stored=stored,
-        duplicates=len(events) - unmatched - stored,
+        stored=len(stored),
+        duplicates=len(events) - unmatched - len(stored),
         unmatched=unmatched,
         ignored=ignored,
     )
 
 
-def _insert_new(rows: list[EmailEvent]) -> int:
-    """Inserts the rows not stored before, in one transaction; how many were new."""
-    if not rows:
-        return 0
-    stored = 0
-    with transaction.atomic(), sql.default_connection().cursor() as cursor:
+def _suppressing(provider: str, stored: list[tuple[ReportedEvent, uuid.UUID]]) -> list[Reported]:
+    """The addresses the newly stored events take off the list of those the account may email."""
+    return [
+        Reported(email=event.recipient, reason=event.suppresses, provider=provider, job_id=job_id)
+        for event, job_id in stored
+        if event.suppresses is not None
+    ]
+
+
+def _insert_new(rows: list[EmailEvent]) -> list[str]:
+    """Inserts the rows not stored before; the provider event ids of those that were new."""
+    stored: list[str] = []
+    with sql.default_connection().cursor() as cursor:
         for batch in sql.in_batches(rows, width=len(EVENT_FIELDS)):
             params = sql.insert_values(*batch, fields=EVENT_FIELDS)
             cursor.execute(INSERT_EVENTS_SQL.format(sql.values_rows(len(batch), width=len(EVENT_FIELDS))), params)
-            stored += len(cursor.fetchall())
+            stored.extend(event_id for (event_id,) in cursor.fetchall())
     return stored
 
 

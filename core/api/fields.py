@@ -115,7 +115,10 @@ class TextField(StrictField):
 EMAIL_MAX_LENGTH = 254
 
 
-@extend_schema_field({"type": "string", "format": "email", "maxLength": EMAIL_MAX_LENGTH})
+EMAIL_SCHEMA = {"type": "string", "format": "email", "maxLength": EMAIL_MAX_LENGTH}
+
+
+@extend_schema_field(EMAIL_SCHEMA)
 class EmailAddressField(StrictField):
     """An address at a public DNS name: a hosted service has no business mailing ``localhost`` or an IP literal."""
 

@@ -95,6 +95,12 @@ ERROR_DESCRIPTIONS: dict[int, ErrorAnswer] = {
 }
 # A body's refusals before any rule of the operation: its fields, or the body itself; and both key headers.
 BODY_REFUSALS: tuple[type[CodedError], ...] = (ApiKeyInBothHeaders, ValidationFailed, *PARSER_REFUSALS)
+# What a list operation's 400 means.
+QUERY_REFUSED = ErrorAnswer(
+    "A query parameter is invalid (the message names it), or the API key was sent in both headers.",
+    ApiKeyInBothHeaders,
+    ValidationFailed,
+)
 # For the account holder's endpoints, which take the dashboard's session as well as an API key.
 SESSION_REFUSALS: tuple[type[CodedError], ...] = (AccountInactive, AccountMissing, CsrfFailed)
 SESSION_ERROR_DESCRIPTIONS: dict[int, ErrorAnswer] = {

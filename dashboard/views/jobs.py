@@ -43,13 +43,13 @@ class JobsView(HolderView, View):
             "jobs": jobs,
             "page": page,
             "filtered": bool(form.cleaned_data["type"] or form.cleaned_data["status"]),
-            "previous_query": _page_query(request.GET, page - 1) if page > 1 else None,
-            "next_query": _page_query(request.GET, page + 1) if has_next else None,
+            "previous_query": page_query(request.GET, page - 1) if page > 1 else None,
+            "next_query": page_query(request.GET, page + 1) if has_next else None,
         }
         return render(request, self.template_name, context)
 
 
-def _page_query(query: QueryDict, page: int) -> str:
+def page_query(query: QueryDict, page: int) -> str:
     """The same filters on another page."""
     other = query.copy()
     other["page"] = str(page)

@@ -11,8 +11,8 @@ statement is built from the models' own metadata, never from another module's SQ
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
@@ -54,12 +54,34 @@ def insert(job: Job, *, counted: bool) -> None:
     duplicate key, and a duplicate costs no quota. Raises DuplicateRequest, or the account's
     QuotaExceeded, which takes the inserted row back out with its transaction.
     """
-    try:
+    with _duplicate_answered(job):
         if not (counted and _insert_taking_unit(job)):
             with transaction.atomic():
                 job.save(force_insert=True)
                 if counted:
                     usage_consume(account=job.account)
+
+
+def insert_failed(job: Job, *, failure: NextState, log: DeliveryLog) -> None:
+    """Stores a new job that fails on arrival, in ``failure``, with its one log and its day's tally; no quota.
+
+    The job of an email to a suppressed address is one: it is never sent, so it costs nothing. Raises
+    DuplicateRequest as `insert` does.
+    """
+    for name, value in failure.columns().items():
+        setattr(job, name, value)
+    with _duplicate_answered(job), transaction.atomic():
+        job.save(force_insert=True)
+        log.save(force_insert=True)
+        with connection.cursor() as cursor:
+            cursor.execute(_tally_sql("WHERE true"), _tally_values(job, failure))
+
+
+@contextmanager
+def _duplicate_answered(job: Job) -> Iterator[None]:
+    """A second job under the same idempotency key, refused by the unique index, is the client's DuplicateRequest."""
+    try:
+        yield
     except IntegrityError:
         if job.idempotency_key is None:
             raise
@@ -178,7 +200,6 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog) -> bool
         log.save(force_insert=True)
         if tally:
             with connection.cursor() as cursor:
-                # SQLite reads ON CONFLICT after a bare SELECT as a join's ON: the WHERE ends the SELECT.
                 cursor.execute(_tally_sql("WHERE true"), tally)
         return True
 
@@ -198,7 +219,11 @@ def utc_day(moment: datetime) -> date:
 
 @cache
 def _tally_sql(source: str) -> str:
-    """Adds one job to its account's day, creating the day's row: ``source`` ends the SELECT of the values."""
+    """Adds one job to its account's day, creating the day's row: ``source`` ends the SELECT of the values.
+
+    Without a table to select from, ``source`` is ``WHERE true``: SQLite reads ON CONFLICT after a bare SELECT as a
+    join's ON, and the WHERE ends the SELECT.
+    """
     tally = sql.table(DailyTally)
     account, day, completed, failed = (sql.column(DailyTally, field) for field in TALLY_FIELDS)
     return f"""

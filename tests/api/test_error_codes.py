@@ -387,6 +387,18 @@ def unknown_job(request: pytest.FixtureRequest) -> Any:
     return client(request).get(f"/api/v1/notifications/jobs/{uuid.uuid4()}")
 
 
+@answers("address_suppressed", 409, "Address is already suppressed")
+def address_suppressed_twice(request: pytest.FixtureRequest) -> Any:
+    free = client(request)
+    free.post("/api/v1/suppressions", {"email": "ada@example.com"})
+    return free.post("/api/v1/suppressions", {"email": "ADA@example.com"})
+
+
+@answers("suppression_not_found", 404, "Suppression not found")
+def removal_of_an_address_not_suppressed(request: pytest.FixtureRequest) -> Any:
+    return client(request).delete("/api/v1/suppressions/ada@example.com")
+
+
 @answers("job_not_retryable", 404, "Job not found or cannot be retried (must be in failed status)")
 def retry_of_unknown_job(request: pytest.FixtureRequest) -> Any:
     return client(request).post(f"/api/v1/notifications/jobs/{uuid.uuid4()}/retry")

@@ -48,6 +48,9 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/notifications/jobs", "get"): (KEY_ONLY, EVERY_CALLER),
     ("/api/v1/notifications/jobs/{job_id}", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/notifications/jobs/{job_id}/retry", "post"): (KEY_ONLY, EVERY_CALLER | {404, 411}),
+    ("/api/v1/suppressions", "get"): (KEY_ONLY, EVERY_CALLER),
+    ("/api/v1/suppressions", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
+    ("/api/v1/suppressions/{email}", "delete"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/user/usage", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/dashboard", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/jobs", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
@@ -76,6 +79,7 @@ REQUEST_BODIES = {
         {"url", "payload"},
     ),
     ("/api/v1/user/domain/request", "post"): ("DomainRequest", {"domain"}, {"domain"}),
+    ("/api/v1/suppressions", "post"): ("SuppressionRequest", {"email"}, {"email"}),
 }
 PROVIDERS = ["SENDGRID", "RESEND", "POSTMARK"]
 JOB_TYPES = ["email", "webhook"]

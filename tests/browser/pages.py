@@ -39,6 +39,7 @@ PAGES = [
     PageSpec("providers", "/dashboard/providers/", signed_in=True),
     PageSpec("domain", "/dashboard/domain/", signed_in=True),
     PageSpec("webhooks", "/dashboard/webhooks/", signed_in=True),
+    PageSpec("suppressions", "/dashboard/suppressions/", signed_in=True),
     PageSpec("account", "/dashboard/account/", signed_in=True),
     PageSpec("password-change", "/dashboard/account/password/", signed_in=True),
     PageSpec("account-delete", "/dashboard/account/delete/", signed_in=True),

@@ -15,6 +15,7 @@ VIEW_ONLY = (
     "notifications.view_job",
     "domains.view_senderdomain",
     "webhooks_inbound.view_emailevent",
+    "suppressions.view_suppression",
 )
 
 _staff_numbers = itertools.count(1)

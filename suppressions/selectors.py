@@ -1,0 +1,70 @@
+"""Reading an account's suppression list."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.db.models import Q, QuerySet
+
+from accounts.models import Account
+from suppressions.models import Suppression
+
+
+def normalized_address(email: str) -> str:
+    """The form an address is stored and compared in: the list compares addresses without case."""
+    return email.lower()
+
+
+def suppression_reason(*, account_id: int, email: str) -> str | None:
+    """Why the account does not email ``email``, or None when it may: one lookup in the unique index."""
+    reasons = Suppression.objects.filter(account_id=account_id, email=normalized_address(email)).order_by()
+    return reasons.values_list("reason", flat=True).first()
+
+
+def suppression_list(
+    *,
+    account: Account,
+    page: int,
+    limit: int,
+    email: str | None = None,
+    containing: str | None = None,
+    reason: str | None = None,
+) -> tuple[list[Suppression], int]:
+    """One page of the account's suppressions, newest first, and their total.
+
+    ``email`` finds one address; ``containing``, every address with that text in it (the dashboard's search).
+    """
+    suppressions = _suppressions_of(account, email=email, containing=containing, reason=reason)
+    offset = (page - 1) * limit
+    return list(suppressions[offset : offset + limit]), suppressions.count()
+
+
+def _suppressions_of(
+    account: Account, *, email: str | None, containing: str | None, reason: str | None
+) -> QuerySet[Suppression]:
+    suppressions = Suppression.objects.filter(account=account)
+    if email is not None:
+        suppressions = suppressions.filter(email=normalized_address(email))
+    if containing:
+        suppressions = suppressions.filter(email__contains=normalized_address(containing))
+    if reason is not None:
+        suppressions = suppressions.filter(reason=reason)
+    return suppressions
+
+
+def suppression_batches(*, account: Account, batch_size: int) -> Iterator[list[Suppression]]:
+    """The account's suppressions, newest first, a batch a query.
+
+    Each batch starts after the last row of the one before (keyset paging down the ``(account, -created_at)``
+    index), so the thousandth costs what the first did, where an OFFSET would read every row before it again. No
+    cursor stays open between batches: behind PgBouncer ``iterator()`` would read the whole result at once.
+    """
+    suppressions = Suppression.objects.filter(account=account).order_by("-created_at", "-id")
+    batch = list(suppressions[:batch_size])
+    while batch:
+        yield batch
+        if len(batch) < batch_size:
+            return  # a short batch was the last: no query to find nothing
+        last = batch[-1]
+        after_last = Q(created_at__lt=last.created_at) | Q(created_at=last.created_at, id__lt=last.id)
+        batch = list(suppressions.filter(after_last)[:batch_size])

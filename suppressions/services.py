@@ -1,0 +1,63 @@
+"""Adding addresses to an account's suppression list and taking them off (docs/suppressions.md)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from accounts.models import Account
+from core.errors import AddressSuppressed, SuppressionNotFound
+from suppressions.models import Suppression, SuppressionReason
+from suppressions.selectors import normalized_address
+
+
+def suppressed_message(reason: str) -> str:
+    """The error of an email job to a suppressed address (docs/suppressions.md)."""
+    return f"Recipient is on the suppression list ({reason})"
+
+
+def suppression_add(*, account: Account, email: str) -> Suppression:
+    """Adds ``email`` by hand; an address already on the list, for any reason, is a conflict."""
+    suppression = Suppression(account=account, email=normalized_address(email), reason=SuppressionReason.MANUAL)
+    try:
+        with transaction.atomic():
+            suppression.save(force_insert=True)
+    except IntegrityError:
+        raise AddressSuppressed() from None
+    return suppression
+
+
+def suppression_remove(*, account: Account, email: str) -> None:
+    """Takes ``email`` off the list, whatever put it there: the account may email it again."""
+    deleted, _ = Suppression.objects.filter(account=account, email=normalized_address(email)).delete()
+    if not deleted:
+        raise SuppressionNotFound()
+
+
+@dataclass(frozen=True)
+class Reported:
+    """An address a provider's event says must never be mailed again."""
+
+    email: str
+    reason: SuppressionReason
+    provider: str
+    job_id: uuid.UUID
+
+
+def suppressions_record(*, account: Account, reported: Sequence[Reported]) -> None:
+    """Adds each reported address that is not on the list yet; one already there keeps its first reason."""
+    rows = {
+        normalized_address(entry.email): Suppression(
+            account=account,
+            email=normalized_address(entry.email),
+            reason=entry.reason,
+            provider=entry.provider,
+            job_id=entry.job_id,
+        )
+        for entry in reversed(reported)  # the first report of an address wins, as it would one at a time
+        if entry.email
+    }
+    Suppression.objects.bulk_create(rows.values(), ignore_conflicts=True)

@@ -1,0 +1,124 @@
+"""The suppression list over the API: list, add by hand, remove (docs/suppressions.md)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.access import ApiKeyView
+from accounts.authentication import request_account
+from core.api.fields import EMAIL_SCHEMA, EmailAddressField, OneOfField
+from core.api.pages import Page, PageQuery, page_parameters
+from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
+from core.api.serializers import RequestSerializer
+from core.errors import AddressSuppressed, SuppressionNotFound
+from suppressions.models import SuppressionReason
+from suppressions.selectors import suppression_list
+from suppressions.serializers import SuppressionPageSerializer, SuppressionSerializer
+from suppressions.services import suppression_add, suppression_remove
+
+REMOVED_MESSAGE = "Address removed from the suppression list"
+
+
+class SuppressionListQuery(PageQuery):
+    email = EmailAddressField(required=False)
+    reason = OneOfField(choices=SuppressionReason.values, required=False)
+
+
+class SuppressionsView(ApiKeyView):
+    @extend_schema_serializer(component_name="SuppressionRequest")
+    class InputSerializer(RequestSerializer):
+        email = EmailAddressField()
+
+    @extend_schema(
+        summary="List suppressed addresses, newest first",
+        description=(
+            "A page of the account's suppression list, newest first: the addresses no email of the account goes to, "
+            "each with why (`HARD_BOUNCE`, `SPAM_REPORT`, `UNSUBSCRIBED` from a provider's event, or `MANUAL`), "
+            "when, and the provider and job of the event that added it. Filters combine."
+        ),
+        parameters=[
+            *page_parameters("Addresses"),
+            OpenApiParameter("email", EMAIL_SCHEMA, description="Only this address (compared without case)"),
+            OpenApiParameter("reason", str, enum=SuppressionReason.values, description="Only addresses added so"),
+        ],
+        responses={
+            200: SuppressionPageSerializer,
+            **error_responses(400, 401, 403, 429, descriptions={400: QUERY_REFUSED}),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = SuppressionListQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        page = Page.asked(query.validated_data)
+        suppressions, total = suppression_list(
+            account=request_account(request),
+            page=page.number,
+            limit=page.limit,
+            email=query.validated_data.get("email"),
+            reason=query.validated_data.get("reason"),
+        )
+        return Response(SuppressionPageSerializer({"data": suppressions, "pagination": page.pagination(total)}).data)
+
+    @extend_schema(
+        summary="Suppress an address",
+        description=(
+            "Adds the address by hand (reason `MANUAL`): from now on an email to it is accepted and its job fails at "
+            "once, without any provider call and without spending quota. Addresses compare without case."
+        ),
+        request=InputSerializer,
+        responses={
+            201: SuppressionSerializer,
+            **error_responses(
+                400,
+                401,
+                403,
+                409,
+                411,
+                413,
+                415,
+                429,
+                descriptions={
+                    400: ErrorAnswer(
+                        "The body breaks a rule (the message names the field), is not a JSON object, or the API "
+                        "key was sent in both headers.",
+                        *BODY_REFUSALS,
+                    ),
+                    409: ErrorAnswer("The address is on the list already, for any reason.", AddressSuppressed),
+                },
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        suppression = suppression_add(account=request_account(request), email=serializer.validated_data["email"])
+        return Response(SuppressionSerializer(suppression).data, status=201)
+
+
+class SuppressionView(ApiKeyView):
+    @extend_schema(
+        summary="Remove a suppressed address",
+        description=(
+            "Takes the address off the list, whatever added it: the account may email it again. A provider that "
+            "reported it may still refuse to send to it on its own list."
+        ),
+        responses={
+            200: inline_serializer(
+                "SuppressionRemoved", {"email": serializers.CharField(), "message": serializers.CharField()}
+            ),
+            **error_responses(
+                400,
+                401,
+                403,
+                404,
+                429,
+                descriptions={404: ErrorAnswer("The address is not on the account's list.", SuppressionNotFound)},
+            ),
+        },
+    )
+    def delete(self, request: Request, email: str) -> Response:
+        suppression_remove(account=request_account(request), email=email)
+        return Response({"email": email.lower(), "message": REMOVED_MESSAGE})
