@@ -13,6 +13,7 @@ from rest_framework import serializers
 from core.api.fields import EMAIL_MAX_LENGTH, DomainNameField, EmailAddressField, HttpsUrlField
 from dashboard.mail import send_platform_email
 from notifications.models import JobStatus, JobType
+from notifications.selectors import JobFilters
 from providers.names import ProviderName
 from suppressions.models import SuppressionReason
 
@@ -166,11 +167,27 @@ class ProviderKeyForm(forms.Form):
 
 
 class JobFilterForm(forms.Form):
-    """The jobs page's query string: both filters optional, pages from 1."""
+    """The jobs page's query string: every filter optional, pages from 1."""
 
     type = forms.ChoiceField(label="Type", choices=[("", "All types"), *JobType.choices], required=False)
     status = forms.ChoiceField(label="Status", choices=[("", "All statuses"), *JobStatus.choices], required=False)
+    to = forms.CharField(
+        label="Sent to (address or host)",
+        required=False,
+        max_length=EMAIL_MAX_LENGTH,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}),
+    )
     page = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+
+    def filters(self) -> JobFilters:
+        """The list's filters: an address (it has an @) finds emails to it, anything else webhooks to that host."""
+        sent_to = self.cleaned_data["to"].strip()
+        return JobFilters(
+            type=self.cleaned_data["type"] or None,
+            status=self.cleaned_data["status"] or None,
+            to=sent_to if "@" in sent_to else None,
+            host=sent_to if sent_to and "@" not in sent_to else None,
+        )
 
 
 # --- The webhooks page ---------------------------------------------------------------------------

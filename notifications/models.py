@@ -38,6 +38,9 @@ class Job(models.Model):
     status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.PENDING)
     priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
     payload = JSONTextField()
+    # Where the job goes, in lower case: an email's recipient or a webhook URL's host (notifications/destination.py).
+    # The jobs list shows it and filters by it.
+    destination = models.CharField(max_length=254, blank=True, default="")
     # Forced routing of an email job (docs/rules.md, "Routing"); replayed by every retry.
     provider = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
     fallback = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
@@ -78,6 +81,7 @@ class Job(models.Model):
             models.Index(fields=["account", "-created_at"], name="job_account_recent"),
             models.Index(fields=["account", "status", "-created_at"], name="job_account_status_recent"),
             models.Index(fields=["account", "type", "-created_at"], name="job_account_type_recent"),
+            models.Index(fields=["account", "destination", "-created_at"], name="job_account_destination_recent"),
             models.Index(fields=["requeue_at"], condition=Q(requeue_at__isnull=False), name="job_requeue_due"),
         ]
 

@@ -10,11 +10,35 @@ from django.utils import timezone
 
 from accounts.models import Account
 from core.errors import JobNotFound
-from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
+from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobType
 from notifications.secret_headers import mask_secret_headers, with_secret_headers
 
 FINISHED = [JobStatus.COMPLETED, JobStatus.FAILED]
-SLIM_FIELDS = ["id", "type", "status", "priority", "attempts", "error_message", "created_at", "completed_at"]
+SLIM_FIELDS = [
+    "id",
+    "type",
+    "status",
+    "priority",
+    "destination",
+    "attempts",
+    "error_message",
+    "created_at",
+    "completed_at",
+]
+
+
+@dataclass(frozen=True)
+class JobFilters:
+    """Which of an account's jobs a list shows; every filter given must hold."""
+
+    type: str | None = None
+    status: str | None = None
+    # An email's recipient, and a webhook URL's host: each compared without case, read from the job's destination.
+    to: str | None = None
+    host: str | None = None
+
+    def any(self) -> bool:
+        return any(vars(self).values())
 
 
 def parse_job_id(job_id: str) -> uuid.UUID | None:
@@ -62,21 +86,23 @@ def job_payload_for_staff(job: Job) -> dict[str, Any]:
     return {**job.payload, "headers": mask_secret_headers(headers)}
 
 
-def _jobs_of(account: Account, *, type: str | None, status: str | None) -> QuerySet[Job]:
+def _jobs_of(account: Account, filters: JobFilters) -> QuerySet[Job]:
     """The account's jobs, filtered, newest first, without payloads: what a list shows."""
     jobs = Job.objects.filter(account=account)
-    if type:
-        jobs = jobs.filter(type=type)
-    if status:
-        jobs = jobs.filter(status=status)
+    if filters.type:
+        jobs = jobs.filter(type=filters.type)
+    if filters.status:
+        jobs = jobs.filter(status=filters.status)
+    if filters.to:
+        jobs = jobs.filter(type=JobType.EMAIL, destination=filters.to.lower())
+    if filters.host:
+        jobs = jobs.filter(type=JobType.WEBHOOK, destination=filters.host.lower())
     return jobs.only(*SLIM_FIELDS).order_by("-created_at", "-id")
 
 
-def job_list(
-    *, account: Account, page: int, limit: int, type: str | None = None, status: str | None = None
-) -> tuple[list[Job], int]:
+def job_list(*, account: Account, page: int, limit: int, filters: JobFilters = JobFilters()) -> tuple[list[Job], int]:
     """One page of the caller's jobs, newest first, and the total: two queries whatever the page size."""
-    jobs = _jobs_of(account, type=type, status=status)
+    jobs = _jobs_of(account, filters)
     offset = (page - 1) * limit
     return list(jobs[offset : offset + limit]), jobs.count()
 
@@ -85,9 +111,7 @@ def job_list(
 LARGEST_ROW_NUMBER = 2**63 - 1
 
 
-def job_page(
-    *, account: Account, page: int, limit: int, type: str | None = None, status: str | None = None
-) -> tuple[list[Job], bool]:
+def job_page(*, account: Account, page: int, limit: int, filters: JobFilters = JobFilters()) -> tuple[list[Job], bool]:
     """One page of the caller's jobs, newest first, and whether another follows.
 
     One query, reading one row past the page instead of counting: a count reads every matching
@@ -97,7 +121,7 @@ def job_page(
     offset = (page - 1) * limit
     if offset + limit + 1 > LARGEST_ROW_NUMBER:
         return [], False
-    jobs = list(_jobs_of(account, type=type, status=status)[offset : offset + limit + 1])
+    jobs = list(_jobs_of(account, filters)[offset : offset + limit + 1])
     return jobs[:limit], len(jobs) > limit
 
 

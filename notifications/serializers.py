@@ -61,6 +61,8 @@ class JobSlimSerializer(serializers.Serializer):
     id = serializers.CharField()
     type = serializers.CharField()
     status = serializers.CharField()
+    # Where the job goes, in lower case: an email's recipient, a webhook URL's host.
+    destination = serializers.CharField()
     priority = serializers.IntegerField()
     attempts = serializers.IntegerField()
     errorMessage = serializers.CharField(source="error_message", allow_null=True)

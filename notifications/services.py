@@ -23,6 +23,7 @@ from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import build_headers
 from notifications.delivery.webhook import send as send_webhook
 from notifications.delivery.wire import json_bytes
+from notifications.destination import job_destination
 from notifications.engine import store
 from notifications.engine.queue import job_enqueue
 from notifications.engine.transitions import NextState
@@ -138,6 +139,7 @@ def _new_job(
         account=account,
         type=type,
         payload=payload,
+        destination=job_destination(type, payload),
         priority=priority or 5,
         idempotency_key=idempotency_key,
         provider=provider,

@@ -13,6 +13,7 @@ from accounts.authentication import request_account
 from accounts.models import Account
 from core.api.exceptions import ApiKeyInBothHeaders
 from core.api.fields import (
+    EMAIL_SCHEMA,
     EmailAddressField,
     HeadersField,
     HttpsUrlField,
@@ -20,6 +21,7 @@ from core.api.fields import (
     OneOfField,
     PositiveIntegerParamField,
     TextField,
+    text_pattern,
 )
 from core.api.pages import Page, PageQuery, page_parameters
 from core.api.schema import (
@@ -55,7 +57,7 @@ from notifications.delivery.http import is_local_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType, Priority
 from notifications.secret_headers import SECRET_NAME_PARTS
-from notifications.selectors import daily_outcomes, job_get, job_list
+from notifications.selectors import JobFilters, daily_outcomes, job_get, job_list
 from notifications.serializers import (
     JobAcceptedSerializer,
     JobDetailSchema,
@@ -332,15 +334,30 @@ class JobDetailView(MountedView):
         return Response(JobDetailSerializer(job).data)
 
 
+# The longest DNS name.
+HOST_MAX_LENGTH = 253
+
+
 class JobListQuery(PageQuery):
     type = OneOfField(choices=JobType.values, required=False)
     status = OneOfField(choices=JobStatus.values, required=False)
+    to = EmailAddressField(required=False)
+    host = TextField(max_length=HOST_MAX_LENGTH, single_line=True, required=False)
+
+    def filters(self) -> JobFilters:
+        return JobFilters(**{name: self.validated_data.get(name) for name in ("type", "status", "to", "host")})
 
 
 JOB_LIST_PARAMETERS = (
     *page_parameters("Jobs"),
     OpenApiParameter("type", str, enum=JobType.values, description="Only jobs of this type"),
     OpenApiParameter("status", str, enum=JobStatus.values, description="Only jobs in this status"),
+    OpenApiParameter("to", EMAIL_SCHEMA, description="Only emails to this address (compared without case)"),
+    OpenApiParameter(
+        "host",
+        {"type": "string", "minLength": 1, "maxLength": HOST_MAX_LENGTH, "pattern": text_pattern(single_line=True)},
+        description="Only webhooks to URLs on this host (compared without case), e.g. `hooks.example.com`",
+    ),
 )
 
 
@@ -348,7 +365,11 @@ class JobListView(MountedView):
     openapi = OperationText(
         operation=JOB_LIST,
         summary={API_CLIENT: "List jobs, newest first", ACCOUNT_HOLDER: "List your jobs, newest first"},
-        description="A page of the caller's jobs, newest first, without payloads or delivery logs. Filters combine.",
+        description=(
+            "A page of the caller's jobs, newest first, without payloads or delivery logs, each with its "
+            "`destination`: an email's recipient or a webhook URL's host, in lower case. Filters combine: `to` "
+            "finds every email to one address, `host` every webhook to one host."
+        ),
         parameters=JOB_LIST_PARAMETERS,
         responses={200: JobPageSchema},
         errors=(400, 401, 403, 429),
@@ -361,11 +382,7 @@ class JobListView(MountedView):
         query.is_valid(raise_exception=True)
         page = Page.asked(query.validated_data)
         jobs, total = job_list(
-            account=request_account(request),
-            page=page.number,
-            limit=page.limit,
-            type=query.validated_data.get("type"),
-            status=query.validated_data.get("status"),
+            account=request_account(request), page=page.number, limit=page.limit, filters=query.filters()
         )
         return Response(JobPageSerializer({"data": jobs, "pagination": page.pagination(total)}).data)
 

@@ -5,6 +5,7 @@ from datetime import timedelta
 import factory
 from django.utils import timezone
 
+from notifications.destination import job_destination
 from notifications.models import DeliveryLog, Job, JobStatus, JobType
 from webhooks_inbound.models import EmailEvent
 
@@ -14,7 +15,15 @@ class JobFactory(factory.django.DjangoModelFactory):
         model = Job
 
     type = JobType.WEBHOOK
-    payload = factory.LazyFunction(lambda: {"url": "https://hooks.example.com/in", "payload": {"n": 1}})
+    payload = factory.LazyAttribute(
+        lambda job: (
+            {"to": "user@example.com", "subject": "Welcome", "body": "<p>Hello</p>"}
+            if job.type == JobType.EMAIL
+            else {"url": "https://hooks.example.com/in", "payload": {"n": 1}}
+        )
+    )
+    # As the send endpoints store it: an email's recipient, a webhook URL's host.
+    destination = factory.LazyAttribute(lambda job: job_destination(job.type, job.payload))
     created_at = factory.Sequence(lambda n: timezone.now() - timedelta(hours=1) + timedelta(seconds=n))
 
 

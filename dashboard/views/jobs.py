@@ -31,18 +31,13 @@ class JobsView(HolderView, View):
             context = {"form": form, "jobs": [], "page": 1, "filtered": True}
             return render(request, self.template_name, context, status=400)
         page = form.cleaned_data["page"] or 1
-        jobs, has_next = job_page(
-            account=self.account,
-            page=page,
-            limit=JOBS_PER_PAGE,
-            type=form.cleaned_data["type"] or None,
-            status=form.cleaned_data["status"] or None,
-        )
+        filters = form.filters()
+        jobs, has_next = job_page(account=self.account, page=page, limit=JOBS_PER_PAGE, filters=filters)
         context = {
             "form": form,
             "jobs": jobs,
             "page": page,
-            "filtered": bool(form.cleaned_data["type"] or form.cleaned_data["status"]),
+            "filtered": filters.any(),
             "previous_query": page_query(request.GET, page - 1) if page > 1 else None,
             "next_query": page_query(request.GET, page + 1) if has_next else None,
         }

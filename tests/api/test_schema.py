@@ -310,7 +310,7 @@ def test_the_job_shapes_are_the_ones_answered(schema: dict[str, Any]) -> None:
 def test_the_job_list_filters_are_enums(schema: dict[str, Any]) -> None:
     parameters = {p["name"]: p for p in schema["paths"]["/api/v1/notifications/jobs"]["get"]["parameters"]}
 
-    assert set(parameters) == {"page", "limit", "type", "status"}
+    assert set(parameters) == {"page", "limit", "type", "status", "to", "host"}
     assert all(parameter["in"] == "query" and not parameter.get("required") for parameter in parameters.values())
     assert parameters["type"]["schema"]["type"] == "string"
     assert sorted(parameters["type"]["schema"]["enum"]) == sorted(JOB_TYPES)

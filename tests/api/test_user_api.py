@@ -43,6 +43,7 @@ def test_the_job_list_is_the_callers_by_session_or_key_with_the_filters_and_page
         "id",
         "type",
         "status",
+        "destination",
         "priority",
         "attempts",
         "errorMessage",

@@ -69,7 +69,7 @@ def test_the_type_and_status_filters_show_exactly_the_matching_jobs(
     filter_jobs(page, type="Email", status="Failed")
 
     expect(listed_jobs(page)).to_have_text(newest_first(failed_emails))
-    assert query(page) == {"type": ["email"], "status": ["failed"]}
+    assert query(page) == {"type": ["email"], "status": ["failed"], "to": [""]}
     expect_filters(page, type="email", status="failed")
 
     page.get_by_role("link", name="Show all jobs").click()
@@ -92,13 +92,13 @@ def test_older_and_newer_page_through_the_filtered_jobs(page: Page, holder: Acco
 
     page.get_by_role("link", name="Older →").click()
     expect(listed_jobs(page)).to_have_text(expected[PER_PAGE:])
-    assert query(page) == {"type": ["webhook"], "status": ["failed"], "page": ["2"]}
+    assert query(page) == {"type": ["webhook"], "status": ["failed"], "to": [""], "page": ["2"]}
     expect_filters(page, type="webhook", status="failed")
     expect(page.get_by_role("link", name="Older →")).to_have_count(0)
 
     page.get_by_role("link", name="← Newer").click()
     expect(listed_jobs(page)).to_have_text(expected[:PER_PAGE])
-    assert query(page) == {"type": ["webhook"], "status": ["failed"], "page": ["1"]}
+    assert query(page) == {"type": ["webhook"], "status": ["failed"], "to": [""], "page": ["1"]}
     expect_filters(page, type="webhook", status="failed")
 
 
@@ -187,3 +187,45 @@ def test_the_home_page_charts_the_last_30_days_and_links_the_recent_jobs(page: P
     expect(listed_jobs(page)).to_have_text(recent)
 
     open_job(page, recent[-1], listed_on="/dashboard/")
+
+
+def test_sent_to_finds_every_email_to_an_address_or_every_webhook_to_a_host(page: Page, holder: Account) -> None:
+    to_ada = [JobFactory(account=holder, type=JobType.EMAIL, payload={"to": to}) for to in ("ada@example.com",) * 2]
+    JobFactory(account=holder, type=JobType.EMAIL, payload={"to": "grace@example.com"})
+    to_hooks = JobFactory(account=holder, payload={"url": "https://hooks.example.com/in", "payload": {}})
+    JobFactory(account=holder, payload={"url": "https://other.example.com/in", "payload": {}})
+
+    for sent_to, expected in (("ADA@example.com", to_ada), ("hooks.example.com", [to_hooks])):
+        page.goto("/dashboard/jobs/")
+        page.get_by_label("Sent to (address or host)").fill(sent_to)
+        page.get_by_role("button", name="Filter").click()
+
+        expect(listed_jobs(page)).to_have_text(newest_first(expected))
+        expect(page.get_by_role("table").locator("td.destination")).to_have_text([sent_to.lower()] * len(expected))
+        expect(page.get_by_label("Sent to (address or host)")).to_have_value(sent_to)
+
+
+@pytest.mark.parametrize("path", ["/dashboard/jobs/", "/dashboard/"])
+def test_a_phone_shows_each_jobs_id_status_and_destination_without_scrolling_sideways(
+    page: Page, holder: Account, path: str
+) -> None:
+    job = FailedJobFactory(
+        account=holder,
+        type=JobType.EMAIL,
+        payload={"to": "a.very.long.recipient.address.for.a.phone@subdomain.example.com"},
+        error_message="550 5.1.1 The email account that you tried to reach does not exist. " * 3,
+    )
+    page.set_viewport_size({"width": 390, "height": 844})
+
+    page.goto(path)
+
+    table = page.get_by_role("table")
+    visible_headers = [header for header in table.locator("th").all() if header.is_visible()]
+    assert [header.inner_text() for header in visible_headers] == ["Job", "Status", "Sent to"]
+    row = table.locator("tbody tr").first
+    expect(row.locator("td.id")).to_have_text(str(job.id)[:8], use_inner_text=True)
+    expect(row.get_by_role("link", name=str(job.id), exact=True)).to_be_visible()
+    expect(row.locator("td.destination")).to_have_text(job.destination)
+    expect(row.locator(".status, td:nth-child(2)").first).to_contain_text("failed")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert table.evaluate("element => element.parentElement.scrollWidth <= element.parentElement.clientWidth")

@@ -13,7 +13,7 @@ from tests.conftest import Client
 from tests.factories import DeliveryLogFactory, FailedJobFactory, JobFactory
 
 JOBS = "/api/v1/notifications/jobs"
-SLIM_KEYS = {"id", "type", "status", "priority", "attempts", "errorMessage", "createdAt", "completedAt"}
+SLIM_KEYS = {"id", "type", "status", "destination", "priority", "attempts", "errorMessage", "createdAt", "completedAt"}
 
 
 def test_get_job_returns_every_field(free: Client) -> None:
@@ -26,6 +26,7 @@ def test_get_job_returns_every_field(free: Client) -> None:
     assert SLIM_KEYS | {"payload", "maxAttempts", "startedAt", "deliveryLogs", "nextAttemptAt", "events"} == set(data)
     assert data["id"] == job_id
     assert (data["type"], data["status"], data["priority"], data["attempts"]) == ("webhook", "pending", 10, 0)
+    assert data["destination"] == "hooks.example.com"
     assert data["maxAttempts"] == 3
     assert data["payload"]["payload"] == {"event": "signup", "id": 42}
     assert (data["startedAt"], data["completedAt"], data["errorMessage"]) == (None, None, None)
