@@ -39,8 +39,9 @@ class Job(models.Model):
     priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
     payload = JSONTextField()
     # Where the job goes, in lower case: an email's recipient or a webhook URL's host (notifications/destination.py).
-    # The jobs list shows it and filters by it.
-    destination = models.CharField(max_length=254, blank=True, default="")
+    # The jobs list shows it and filters by it. The database's default lets a web process of the release before it
+    # go on storing jobs while the migrations run (docs/operations.md, "Upgrading").
+    destination = models.CharField(max_length=254, blank=True, default="", db_default="")
     # Forced routing of an email job (docs/rules.md, "Routing"); replayed by every retry.
     provider = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)
     fallback = models.CharField(max_length=16, choices=ProviderName.choices, null=True, blank=True)

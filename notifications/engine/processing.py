@@ -29,7 +29,6 @@ from notifications.engine.queue import job_enqueue, queued_messages
 from notifications.engine.transitions import NextState
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType
 from notifications.observability import attempt_recorded
-from suppressions.selectors import suppression_reason
 from suppressions.services import suppressed_message
 
 logger = logging.getLogger(__name__)
@@ -93,7 +92,7 @@ def _stopped(claim: store.Claim) -> AttemptOutcome | None:
         # A deleted or deactivated account sends nothing, queued before or not; Retry Job sends it once restored.
         logger.info("Job %s: not delivered, account %s is inactive", job.id, job.account_id)
         return AttemptOutcome.failure(INACTIVE_ACCOUNT_MESSAGE, retryable=False)
-    if job.type == JobType.EMAIL and (reason := suppression_reason(account_id=job.account_id, email=job.payload["to"])):
+    if reason := claim.suppressed_for:
         # Suppressed while the job waited, or since it was retried: no provider hears of it (docs/suppressions.md).
         logger.info("Job %s: not delivered, the recipient is on the suppression list (%s)", job.id, reason)
         return AttemptOutcome.failure(suppressed_message(reason), retryable=False)

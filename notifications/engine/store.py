@@ -29,7 +29,8 @@ from accounts.services import usage_consume
 from core import sql
 from core.errors import DuplicateRequest
 from notifications.engine.transitions import NextState
-from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
+from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobType
+from suppressions.models import Suppression
 
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
 TALLY_FIELDS = ("account", "day", "completed", "failed")
@@ -44,6 +45,8 @@ class Claim:
     encrypted_signing_secret: str | None
     # Whether the account may still send: active and not deleted, as the API decides (Account.is_usable).
     account_usable: bool
+    # Why an email's recipient is on the account's suppression list, or None (docs/suppressions.md).
+    suppressed_for: str | None
 
 
 # Off the framework's road: docs/departures.md, "raw-sql-job-store".
@@ -123,8 +126,9 @@ def _insert_taking_unit_sql() -> str:
 def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until: datetime) -> Claim | None:
     """Takes the job for one attempt: pending, or processing with its lock over by ``claimable_until``.
 
-    One statement claims the row and returns it with the account's encrypted signing secret and whether the account
-    may still send. Should this worker die, the sweeper re-sends the task once the lease is over.
+    One statement claims the row and returns it with the account's encrypted signing secret, whether the account
+    may still send and, for an email, why its recipient is suppressed: the attempt asks the database nothing more.
+    Should this worker die, the sweeper re-sends the task once the lease is over.
     """
     params = [
         JobStatus.PROCESSING,
@@ -135,17 +139,19 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         JobStatus.PENDING,
         JobStatus.PROCESSING,
         sql.db_value(Job, "locked_until", claimable_until),
+        JobType.EMAIL,
     ]
     with connection.cursor() as cursor:
         cursor.execute(_claim_sql(), params)
         row = cursor.fetchone()
     if row is None:
         return None
-    *job_columns, encrypted_signing_secret, account_usable = row
+    *job_columns, encrypted_signing_secret, account_usable, suppressed_for = row
     return Claim(
         job=sql.from_row(Job, job_columns),
         encrypted_signing_secret=encrypted_signing_secret,
         account_usable=bool(account_usable),
+        suppressed_for=suppressed_for,
     )
 
 
@@ -159,6 +165,9 @@ def _claim_sql() -> str:
     secret, secret_owner = sql.column(SigningSecret, "encrypted_secret"), sql.column(SigningSecret, "account")
     account_id, is_active = sql.column(Account, "id"), sql.column(Account, "is_active")
     deleted_at = sql.column(Account, "deleted_at")
+    suppressions, reason = sql.table(Suppression), sql.column(Suppression, "reason")
+    suppressed_owner, suppressed_address = sql.column(Suppression, "account"), sql.column(Suppression, "email")
+    job_type, destination = sql.column(Job, "type"), sql.column(Job, "destination")
     return f"""
         UPDATE {jobs}
         SET {status} = %s, {started_at} = COALESCE({started_at}, %s), {locked_until} = %s, {next_attempt_at} = NULL,
@@ -167,7 +176,10 @@ def _claim_sql() -> str:
         RETURNING {sql.columns(Job)},
             (SELECT {secrets}.{secret} FROM {secrets} WHERE {secrets}.{secret_owner} = {jobs}.{owner}),
             (SELECT {accounts}.{is_active} AND {accounts}.{deleted_at} IS NULL
-             FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner})
+             FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner}),
+            (SELECT {suppressions}.{reason} FROM {suppressions}
+             WHERE {suppressions}.{suppressed_owner} = {jobs}.{owner}
+               AND {suppressions}.{suppressed_address} = {jobs}.{destination} AND {jobs}.{job_type} = %s)
     """
 
 

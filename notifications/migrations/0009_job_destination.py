@@ -1,5 +1,6 @@
 """Each job's destination (an email's recipient, a webhook URL's host, in lower case), for the jobs list's column and
-its `to` and `host` filters (notifications/destination.py). Empty until 0010 fills it; 0011 builds the index.
+its `to` and `host` filters (notifications/destination.py). Empty until 0010 fills it; 0011 builds the index. The
+column's database default lets the previous release's web processes, which do not know it, go on storing jobs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="job",
             name="destination",
-            field=models.CharField(blank=True, default="", max_length=254),
+            field=models.CharField(blank=True, db_default="", default="", max_length=254),
         ),
     ]

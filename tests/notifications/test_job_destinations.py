@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps
+from django.db import connection
 
 from notifications.models import Job, JobType
 from tests.api.test_envelope import assert_error
@@ -74,3 +75,15 @@ def test_the_migration_fills_the_destination_of_the_jobs_stored_before(free: Cli
         email.id: "ada@example.com",
         webhook.id: "hooks.example.com",
     }
+
+
+def test_a_web_process_of_the_release_before_stores_jobs_while_the_migrations_run(free: Client) -> None:
+    # The previous release's insert names every column but the destination, which it does not know.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO notifications_job (id, account_id, type, status, priority, payload, attempts, max_attempts,"
+            " claims, created_at) VALUES (%s, %s, 'email', 'pending', 5, %s, 0, 3, 0, %s)",
+            ["0" * 31 + "1", free.account.pk, '{"to": "ada@example.com"}', "2026-11-24 10:00:00"],
+        )
+
+    assert list(Job.objects.values_list("destination", flat=True)) == [""]
