@@ -61,11 +61,15 @@ def lookups(account_id: int, addresses: list[str]) -> list[float]:
 
 
 def lookup_plan(account_id: int, address: str) -> str:
-    from suppressions.models import Suppression
-    from suppressions.selectors import normalized_address
+    """The check's own statement, as PostgreSQL ran it."""
+    from django.db import connection
 
-    lookup = Suppression.objects.filter(account_id=account_id, email=normalized_address(address)).order_by()
-    return str(lookup.values_list("reason", flat=True)[:1].explain(analyze=True, buffers=True))
+    from suppressions.selectors import SUPPRESSION_REASON_SQL, normalized_address
+
+    with connection.cursor() as cursor:
+        params = [account_id, normalized_address(address)]
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {SUPPRESSION_REASON_SQL}", params)
+        return "\n".join(line for (line,) in cursor.fetchall())
 
 
 def report(timings: dict[str, list[float]], plan: str) -> None:
