@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from accounts.models import UsagePeriod
-from notifications.models import Job, JobStatus
+from notifications.models import DailyTally, Job, JobStatus
 from suppressions.models import Suppression
 from tests.conftest import Client, ready_to_send, wait_for_job
 from tests.fakes.events import Delivery, PostmarkEvents, ResendEvents, SendGridEvents
@@ -98,6 +98,8 @@ def test_a_second_send_with_the_same_idempotency_key_is_a_409_even_when_suppress
     assert again.status_code == 409
     assert again.json()["error"] == "Duplicate request detected"
     assert Job.objects.filter(account=holder.account).count() == 1
+    # The job failed on arrival counts in the day's figures, once.
+    assert list(DailyTally.objects.filter(account=holder.account).values_list("completed", "failed")) == [(0, 1)]
 
 
 @pytest.mark.django_db
