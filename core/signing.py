@@ -1,12 +1,17 @@
-"""Webhook signatures: ``X-Webhook-Signature: t=<timestamp>,v1=<hex>`` (docs/delivery-engine.md).
+"""Webhook signatures, two schemes over the same bytes (docs/delivery-engine.md).
 
-``<hex>`` is HMAC-SHA256, keyed with the plaintext secret, of ``<timestamp>.<body>``: the
-exact bytes NotifyHub sent. Receivers can use :func:`verify_signature` as it is; it depends
-on nothing but the standard library.
+NotifyHub's own: ``X-Webhook-Signature: t=<timestamp>,v1=<hex>``, where ``<hex>`` is HMAC-SHA256, keyed with the
+plaintext secret, of ``<timestamp>.<body>``: the exact bytes NotifyHub sent. Receivers can use
+:func:`verify_signature` as it is; it depends on nothing but the standard library.
+
+Standard Webhooks' (https://www.standardwebhooks.com/): ``webhook-signature: v1,<base64>``, HMAC-SHA256 of
+``<id>.<timestamp>.<body>`` keyed with the base64-decoded part of the secret after ``whsec_``, so the id cannot be
+swapped either; the Standard Webhooks libraries verify it in every language.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import time
@@ -21,6 +26,13 @@ def compute_signature(secret: str, timestamp: int, body: bytes) -> str:
 
 def signature_header(secret: str, timestamp: int, body: bytes) -> str:
     return f"t={timestamp},v1={compute_signature(secret, timestamp, body)}"
+
+
+def standard_signature_header(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` header's value: ``v1,<base64>`` (the Standard Webhooks specification)."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
 def _parse_header(header: str) -> tuple[int | None, list[str]]:

@@ -16,7 +16,7 @@ from requests.structures import CaseInsensitiveDict
 from requests_hardened.ip_filter import InvalidIPAddress
 
 from core.crypto import decrypt
-from core.signing import signature_header
+from core.signing import signature_header, standard_signature_header
 from notifications.delivery.http import webhook_session, with_credentials
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.delivery.wire import json_bytes
@@ -35,6 +35,16 @@ NON_PUBLIC_ADDRESS_MESSAGE = "Refused: the URL resolves to a non-public address"
 logger = logging.getLogger(__name__)
 
 
+# Only a signed delivery carries these, and only as NotifyHub sets them: a custom header of such a name is dropped.
+SIGNING_HEADERS = (
+    "X-Webhook-Timestamp",
+    "X-Webhook-Signature",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+)
+
+
 def build_headers(
     *, webhook_id: str, attempt: int, custom: Mapping[str, str], body: bytes, secret: str | None, now: int
 ) -> CaseInsensitiveDict[str]:
@@ -45,11 +55,15 @@ def build_headers(
     headers.update(custom)
     headers["X-Webhook-Id"] = webhook_id
     headers["X-Webhook-Attempt"] = str(attempt)
-    for name in ("X-Webhook-Timestamp", "X-Webhook-Signature"):
+    for name in SIGNING_HEADERS:
         headers.pop(name, None)
     if secret:
         headers["X-Webhook-Timestamp"] = str(now)
         headers["X-Webhook-Signature"] = signature_header(secret, now, body)
+        # The same delivery as the Standard Webhooks specification names it, so its libraries verify it.
+        headers["webhook-id"] = webhook_id
+        headers["webhook-timestamp"] = str(now)
+        headers["webhook-signature"] = standard_signature_header(secret, webhook_id, now, body)
     return headers
 
 
