@@ -95,6 +95,10 @@ class SigningSecret(models.Model):
     account = models.OneToOneField(Account, on_delete=models.CASCADE, related_name="signing_secret")
     encrypted_secret = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
+    # After a rotation, the secret it replaced, encrypted: it signs beside the new one until ``previous_signs_until``,
+    # so a receiver not yet given the new secret keeps verifying (docs/delivery-engine.md, "Rotating the secret").
+    previous_encrypted_secret = models.TextField(blank=True, default="", db_default="")
+    previous_signs_until = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"signing secret of {self.account_id}"

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 from django.db import connection
 from django.utils import timezone
@@ -45,8 +45,9 @@ def account_get_by_email(*, email: str) -> Account | None:
     return Account.objects.select_related("user").filter(user__email__iexact=email).first()
 
 
-def signing_secret_decrypt(encrypted: str | None) -> str | None:
-    return decrypt(encrypted) if encrypted else None
+def signing_secrets_decrypt(*encrypted: str | None) -> list[str]:
+    """The plaintexts of the secrets that sign a delivery, newest first; an empty one is left out."""
+    return [decrypt(secret) for secret in encrypted if secret]
 
 
 def signing_secret_exists(*, account: Account) -> bool:
@@ -54,9 +55,24 @@ def signing_secret_exists(*, account: Account) -> bool:
 
 
 def signing_secret_get(*, account_id: int) -> str | None:
-    """The plaintext signing secret of the account, or None when it has none."""
-    encrypted = SigningSecret.objects.filter(account_id=account_id).values_list("encrypted_secret", flat=True).first()
-    return signing_secret_decrypt(encrypted)
+    """The account's plaintext signing secret, the newest, or None when it has none."""
+    return next(iter(signing_secrets_get(account_id=account_id)), None)
+
+
+def signing_secrets_get(*, account_id: int) -> list[str]:
+    """The secrets that sign the account's deliveries now, newest first: its secret and, for a while after a
+    rotation, the one it replaced (accounts.services.signing_secret_generate)."""
+    row = SigningSecret.objects.filter(account_id=account_id).first()
+    if row is None:
+        return []
+    still_signing = row.previous_signs_until is not None and row.previous_signs_until > timezone.now()
+    return signing_secrets_decrypt(row.encrypted_secret, row.previous_encrypted_secret if still_signing else None)
+
+
+def previous_secret_signs_until(*, account: Account) -> datetime | None:
+    """Until when the secret a rotation replaced still signs beside the new one; None when none does."""
+    until = SigningSecret.objects.filter(account=account).values_list("previous_signs_until", flat=True).first()
+    return until if until is not None and until > timezone.now() else None
 
 
 def provider_credentials(*, account: Account) -> dict[str, Credentials]:

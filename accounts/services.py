@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import secrets
-from datetime import date
+from datetime import date, timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -174,10 +175,25 @@ def usage_reset(*, account: Account) -> int:
 
 
 def signing_secret_generate(*, account: Account) -> str:
-    """Creates the account's signing secret, replacing any other; returns the plaintext (shown once)."""
+    """Creates the account's signing secret; returns the plaintext (shown once).
+
+    A secret it replaces keeps signing beside it for SIGNING_SECRET_OVERLAP_SECONDS, so deliveries verify at
+    receivers still holding the old one while they are given the new one.
+    """
     confirmed_account_required(account)
     secret = "whsec_" + secrets.token_hex(32)
-    SigningSecret.objects.update_or_create(account=account, defaults={"encrypted_secret": encrypt(secret)})
+    with transaction.atomic():
+        current = SigningSecret.objects.select_for_update().filter(account=account).first()
+        overlap = timedelta(seconds=settings.SIGNING_SECRET_OVERLAP_SECONDS)
+        previous = current.encrypted_secret if current and overlap else ""
+        SigningSecret.objects.update_or_create(
+            account=account,
+            defaults={
+                "encrypted_secret": encrypt(secret),
+                "previous_encrypted_secret": previous,
+                "previous_signs_until": timezone.now() + overlap if previous else None,
+            },
+        )
     return secret
 
 

@@ -24,15 +24,23 @@ def compute_signature(secret: str, timestamp: int, body: bytes) -> str:
     return hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
 
 
-def signature_header(secret: str, timestamp: int, body: bytes) -> str:
-    return f"t={timestamp},v1={compute_signature(secret, timestamp, body)}"
+def signature_header(secret: str, timestamp: int, body: bytes, *older: str) -> str:
+    """``t=<timestamp>,v1=<hex>`` with ``secret``, then one more ``v1`` for each of ``older``: secrets a rotation
+    replaced that still sign, newest first."""
+    signatures = (f"v1={compute_signature(key, timestamp, body)}" for key in (secret, *older))
+    return ",".join([f"t={timestamp}", *signatures])
 
 
-def standard_signature_header(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
-    """The ``webhook-signature`` header's value: ``v1,<base64>`` (the Standard Webhooks specification)."""
-    key = base64.b64decode(secret.removeprefix("whsec_"))
+def standard_signature_header(secret: str, message_id: str, timestamp: int, body: bytes, *older: str) -> str:
+    """The ``webhook-signature`` header's value, ``v1,<base64>`` (the Standard Webhooks specification), with
+    ``secret``, then one more, space-separated, for each of ``older``."""
     signed = f"{message_id}.{timestamp}.".encode() + body
-    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    return " ".join(f"v1,{_standard_signature(key, signed)}" for key in (secret, *older))
+
+
+def _standard_signature(secret: str, signed: bytes) -> str:
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    return base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
 
 
 def _parse_header(header: str) -> tuple[int | None, list[str]]:

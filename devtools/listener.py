@@ -17,6 +17,8 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
 from core.signing import verify_signature
 from devtools.tls import LOOPBACK, TlsFiles
 
@@ -36,6 +38,24 @@ class Arrival:
     body: bytes
 
 
+def signature_verdicts(arrival: Arrival, secret: str | None) -> list[str]:
+    """A line for each scheme that signs the delivery and is checked: NotifyHub's header, then Standard Webhooks'."""
+    verdicts = [f"Signature: {signature_verdict(arrival, secret)}"]
+    if secret is not None and arrival.headers.get("webhook-signature") is not None:
+        verdicts.append(f"Standard Webhooks signature: {standard_verdict(arrival, secret)}")
+    return verdicts
+
+
+def standard_verdict(arrival: Arrival, secret: str) -> str:
+    """Whether the Standard Webhooks headers verify, as that specification's own library judges."""
+    headers = {name: arrival.headers.get(name, "") for name in ("webhook-id", "webhook-timestamp", "webhook-signature")}
+    try:
+        Webhook(secret).verify(arrival.body, headers, json_parse=False)
+    except (WebhookVerificationError, ValueError):  # a secret that is not base64 after whsec_ is a ValueError
+        return "DOES NOT VERIFY (another secret, an altered body or id, or older than 5 minutes)"
+    return "verified"
+
+
 def signature_verdict(arrival: Arrival, secret: str | None) -> str:
     """Whether the delivery's X-Webhook-Signature verifies, as :func:`core.signing.verify_signature` judges."""
     header = arrival.headers.get("X-Webhook-Signature")
@@ -48,7 +68,7 @@ def signature_verdict(arrival: Arrival, secret: str | None) -> str:
     return "DOES NOT VERIFY (another secret, an altered body, or older than 5 minutes)"
 
 
-def describe(arrival: Arrival, *, verdict: str, status: int) -> str:
+def describe(arrival: Arrival, *, verdicts: list[str], status: int) -> str:
     """An arrival as listen prints it, after a blank line: request line, headers, the body as it came, the
     verdict, the answer."""
     lines = [
@@ -58,7 +78,7 @@ def describe(arrival: Arrival, *, verdict: str, status: int) -> str:
         "",
         textwrap.indent(arrival.body.decode("utf-8", errors="replace"), "  "),
         "",
-        f"  Signature: {verdict}",
+        *(f"  {verdict}" for verdict in verdicts),
         f"  Answered: {status}",
     ]
     return "\n".join(lines)
@@ -116,7 +136,7 @@ def printer(write: Callable[[str], None], *, secret: str | None, status: int) ->
     lock = threading.Lock()
 
     def print_arrival(arrival: Arrival) -> int:
-        text = describe(arrival, verdict=signature_verdict(arrival, secret), status=status)
+        text = describe(arrival, verdicts=signature_verdicts(arrival, secret), status=status)
         with lock:
             write(text)
         return status

@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
-from accounts.selectors import signing_secret_get
+from accounts.selectors import signing_secrets_get
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import EmailNotSent, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
@@ -322,7 +322,7 @@ def webhook_test_send(*, account: Account, url: str) -> WebhookTestResult:
         attempt=1,
         custom={},
         body=body,
-        secret=signing_secret_get(account_id=account.pk),
+        secrets=signing_secrets_get(account_id=account.pk),
         now=int(sent_at.timestamp()),
     )
     outcome = send_webhook(

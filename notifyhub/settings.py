@@ -386,6 +386,8 @@ WEBHOOK_LOCAL_TARGET_FILE = str(VAR_DIR / "listen" / "listener.json") if WEBHOOK
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 15, minimum=3)
 # A queued job whose task has not run after this long has its task sent again.
 JOB_REQUEUE_AFTER_SECONDS = env_int("JOB_REQUEUE_AFTER_SECONDS", 300, minimum=1)
+# How long a rotated-out signing secret keeps signing beside the new one (docs/delivery-engine.md); 0: not at all.
+SIGNING_SECRET_OVERLAP_SECONDS = env_int("SIGNING_SECRET_OVERLAP_SECONDS", 24 * 3600, minimum=0)
 # How late a scheduled retry may be before the sweeper re-sends it.
 JOB_RETRY_GRACE_SECONDS = env_int("JOB_RETRY_GRACE_SECONDS", 30, minimum=0)
 

@@ -30,6 +30,7 @@ ENCRYPTED_COLUMNS: list[Column] = [
     (ProviderKey, "encrypted_api_key"),
     (ProviderKey, "encrypted_account_token"),
     (SigningSecret, "encrypted_secret"),
+    (SigningSecret, "previous_encrypted_secret"),
     (Job, "url_credentials"),
     (Job, "secret_headers"),
     (TrackingCredentials, "encrypted_resend_secret"),

@@ -9,7 +9,7 @@ from django.views import View
 from django_ratelimit.core import get_usage
 
 from accounts.models import Account
-from accounts.selectors import signing_secret_exists
+from accounts.selectors import previous_secret_signs_until, signing_secret_exists
 from accounts.services import signing_secret_delete, signing_secret_generate
 from core.errors import DomainError
 from dashboard.forms import WebhookTestForm
@@ -92,6 +92,7 @@ class WebhooksView(HolderView, View):
         credentials = tracking_credentials_of(account)
         context = {
             "has_signing_secret": signing_secret_exists(account=account),
+            "previous_secret_signs_until": previous_secret_signs_until(account=account),
             "receiver_urls": receiver_urls(account=account),
             "tracking": credentials,
             "errors": {},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
@@ -46,9 +46,10 @@ SIGNING_HEADERS = (
 
 
 def build_headers(
-    *, webhook_id: str, attempt: int, custom: Mapping[str, str], body: bytes, secret: str | None, now: int
+    *, webhook_id: str, attempt: int, custom: Mapping[str, str], body: bytes, secrets: Sequence[str], now: int
 ) -> CaseInsensitiveDict[str]:
-    """Ours, then the customer's on top, then the ones a customer header may never replace."""
+    """Ours, then the customer's on top, then the ones a customer header may never replace; signed with each of
+    ``secrets`` (newest first: after a rotation, the one it replaced signs too for a while)."""
     headers: CaseInsensitiveDict[str] = CaseInsensitiveDict(
         {"Content-Type": "application/json", "User-Agent": USER_AGENT}
     )
@@ -57,25 +58,26 @@ def build_headers(
     headers["X-Webhook-Attempt"] = str(attempt)
     for name in SIGNING_HEADERS:
         headers.pop(name, None)
-    if secret:
+    if secrets:
+        newest, *older = secrets
         headers["X-Webhook-Timestamp"] = str(now)
-        headers["X-Webhook-Signature"] = signature_header(secret, now, body)
+        headers["X-Webhook-Signature"] = signature_header(newest, now, body, *older)
         # The same delivery as the Standard Webhooks specification names it, so its libraries verify it.
         headers["webhook-id"] = webhook_id
         headers["webhook-timestamp"] = str(now)
-        headers["webhook-signature"] = standard_signature_header(secret, webhook_id, now, body)
+        headers["webhook-signature"] = standard_signature_header(newest, webhook_id, now, body, *older)
     return headers
 
 
-def deliver_webhook(job: Job, *, attempt: int, signing_secret: str | None) -> AttemptOutcome:
-    """One attempt; signed when the account has a signing secret (the claim read it with the job)."""
+def deliver_webhook(job: Job, *, attempt: int, signing_secrets: Sequence[str]) -> AttemptOutcome:
+    """One attempt; signed when the account has a signing secret (the claim read them with the job)."""
     body = json_bytes(job.payload["payload"])
     headers = build_headers(
         webhook_id=str(job.id),
         attempt=attempt,
         custom=with_secret_headers(job.payload.get("headers") or {}, job.secret_headers),
         body=body,
-        secret=signing_secret,
+        secrets=signing_secrets,
         now=int(time.time()),
     )
     return send(job.payload["method"], _url(job), body=body, headers=headers)

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.authentication import INACTIVE_ACCOUNT_MESSAGE
-from accounts.selectors import signing_secret_decrypt
+from accounts.selectors import signing_secrets_decrypt
 from core.logs import log_context
 from core.unavailable import DATABASE_FAULTS
 from notifications.delivery.email import deliver_email
@@ -146,8 +146,8 @@ def _attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
     job = claim.job
     try:
         if job.type == JobType.WEBHOOK:
-            secret = signing_secret_decrypt(claim.encrypted_signing_secret)
-            return deliver_webhook(job, attempt=attempt, signing_secret=secret)
+            secrets = signing_secrets_decrypt(claim.encrypted_signing_secret, claim.encrypted_previous_signing_secret)
+            return deliver_webhook(job, attempt=attempt, signing_secrets=secrets)
         return deliver_email(job, attempt=attempt)
     except Exception:
         # A bug must not leave the job stuck or show a stack trace to the client.

@@ -43,6 +43,8 @@ class Claim:
 
     job: Job
     encrypted_signing_secret: str | None
+    # The secret a rotation replaced, while it still signs beside the new one (accounts/models.py).
+    encrypted_previous_signing_secret: str | None
     # Whether the account may still send: active and not deleted, as the API decides (Account.is_usable).
     account_usable: bool
     # Why an email's recipient is on the account's suppression list, or None (docs/suppressions.md).
@@ -126,7 +128,7 @@ def _insert_taking_unit_sql() -> str:
 def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until: datetime) -> Claim | None:
     """Takes the job for one attempt: pending, or processing with its lock over by ``claimable_until``.
 
-    One statement claims the row and returns it with the account's encrypted signing secret, whether the account
+    One statement claims the row and returns it with the account's encrypted signing secrets, whether the account
     may still send and, for an email, why its recipient is suppressed: the attempt asks the database nothing more.
     Should this worker die, the sweeper re-sends the task once the lease is over.
     """
@@ -139,6 +141,7 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         JobStatus.PENDING,
         JobStatus.PROCESSING,
         sql.db_value(Job, "locked_until", claimable_until),
+        sql.db_value(SigningSecret, "previous_signs_until", now),
         JobType.EMAIL,
     ]
     with connection.cursor() as cursor:
@@ -146,10 +149,11 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         row = cursor.fetchone()
     if row is None:
         return None
-    *job_columns, encrypted_signing_secret, account_usable, suppressed_for = row
+    *job_columns, encrypted_signing_secret, encrypted_previous_signing_secret, account_usable, suppressed_for = row
     return Claim(
         job=sql.from_row(Job, job_columns),
         encrypted_signing_secret=encrypted_signing_secret,
+        encrypted_previous_signing_secret=encrypted_previous_signing_secret,
         account_usable=bool(account_usable),
         suppressed_for=suppressed_for,
     )
@@ -163,6 +167,9 @@ def _claim_sql() -> str:
         for name in ("id", "status", "started_at", "locked_until", "next_attempt_at", "requeue_at", "claims", "account")
     )
     secret, secret_owner = sql.column(SigningSecret, "encrypted_secret"), sql.column(SigningSecret, "account")
+    previous, previous_until = (
+        sql.column(SigningSecret, name) for name in ("previous_encrypted_secret", "previous_signs_until")
+    )
     account_id, is_active = sql.column(Account, "id"), sql.column(Account, "is_active")
     deleted_at = sql.column(Account, "deleted_at")
     suppressions, reason = sql.table(Suppression), sql.column(Suppression, "reason")
@@ -175,6 +182,8 @@ def _claim_sql() -> str:
         WHERE {job_id} = %s AND ({status} = %s OR ({status} = %s AND {locked_until} <= %s))
         RETURNING {sql.columns(Job)},
             (SELECT {secrets}.{secret} FROM {secrets} WHERE {secrets}.{secret_owner} = {jobs}.{owner}),
+            (SELECT {secrets}.{previous} FROM {secrets}
+             WHERE {secrets}.{secret_owner} = {jobs}.{owner} AND {secrets}.{previous_until} > %s),
             (SELECT {accounts}.{is_active} AND {accounts}.{deleted_at} IS NULL
              FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner}),
             (SELECT {suppressions}.{reason} FROM {suppressions}

@@ -7,7 +7,8 @@ from django.core.management import CommandError, call_command
 
 from accounts.keys import API_KEY_PATTERN
 from accounts.models import Account
-from accounts.selectors import provider_credentials, signing_secret_get
+from accounts.selectors import provider_credentials, signing_secret_get, signing_secrets_get
+from core.api.envelope import iso_utc
 from tests.clients import APIClient
 
 
@@ -80,8 +81,17 @@ def test_signingsecret_generate_rotate_delete() -> None:
     first = run("signingsecret", "dev@example.com", "generate")[-1]
     with pytest.raises(CommandError, match="already has a signing secret"):
         run("signingsecret", "dev@example.com", "generate")
-    second = run("signingsecret", "dev@example.com", "rotate")[-1]
+    rotated = run("signingsecret", "dev@example.com", "rotate")
+    second = rotated[-1]
     account = Account.objects.get(user__email="dev@example.com")
+    # The previous secret signs beside the new one for SIGNING_SECRET_OVERLAP_SECONDS (24 hours), and says until when.
+    until = account.signing_secret.previous_signs_until
+    assert until is not None
+    assert rotated[-2] == (
+        f"Signing secret of dev@example.com (shown once; the previous one also signs every delivery until "
+        f"{iso_utc(until)}):"
+    )
+    assert signing_secrets_get(account_id=account.pk) == [second, first]
 
     assert first.startswith("whsec_")
     assert second.startswith("whsec_")
@@ -90,6 +100,7 @@ def test_signingsecret_generate_rotate_delete() -> None:
     assert second not in account.signing_secret.encrypted_secret
     run("signingsecret", "dev@example.com", "delete")
     assert signing_secret_get(account_id=account.pk) is None
+    assert signing_secrets_get(account_id=account.pk) == []
     with pytest.raises(CommandError, match="has no signing secret"):
         run("signingsecret", "dev@example.com", "rotate")
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.core import mail
 from django.test import Client as Browser
+from django.utils import timezone
 
 from accounts.models import Account, ApiKey, SigningSecret
 from accounts.services import UNCONFIRMED_KEY_MESSAGE
@@ -407,6 +408,11 @@ def test_the_signing_secret_is_shown_once_then_rotated_and_deleted(holder: tuple
     assert generated["Cache-Control"] == "no-store"
     assert second.group(1) not in later
     assert "Rotate signing secret" in later
+    # The rotated-out secret signs beside the new one for a day, and the page says until when.
+    until = SigningSecret.objects.get(account=account).previous_signs_until
+    assert until is not None
+    assert abs((until - timezone.now()).total_seconds() - 24 * 3600) < 60
+    assert f"The previous secret also signs every delivery until {until:%b} {until.day}, {until:%Y, %H:%M} UTC" in later
     browser.post("/dashboard/webhooks/", {"action": "delete-signing-secret"})
     assert not SigningSecret.objects.filter(account=account).exists()
     assert "Generate signing secret" in page_text(browser.get("/dashboard/webhooks/"))

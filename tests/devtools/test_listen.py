@@ -20,7 +20,7 @@ import requests
 import trustme
 from django.core.management import CommandError, call_command
 
-from core.signing import signature_header
+from core.signing import signature_header, standard_signature_header
 from devtools.listener import DEFAULT_PORT, ListenServer, listener_url, printer
 from devtools.record import listener_publish, listener_withdraw
 from devtools.tls import listen_dir, tls_files
@@ -192,6 +192,35 @@ def test_listen_prints_a_delivery_with_its_signature_verified(
     assert lines[1].startswith("POST /hook  (")
     assert {"  X-Webhook-Id: job-1", f"  X-Webhook-Signature: {signature}", '  {"hello":"world"}'} <= set(lines)
     assert lines[-2:] == ["  Signature: verified", "  Answered: 200"]
+
+
+def test_listen_checks_the_standard_webhooks_signature_too_and_says_which_passed(
+    listen_server: Callable[..., tuple[ListenServer, list[str]]], tmp_path: Path
+) -> None:
+    secret = "whsec_" + "ab" * 32
+    server, printed = listen_server(secret=secret)
+    now = int(time.time())
+    signed = {
+        "X-Webhook-Signature": signature_header(secret, now, BODY),
+        "webhook-id": "job-1",
+        "webhook-timestamp": str(now),
+        "webhook-signature": standard_signature_header(secret, "job-1", now, BODY),
+    }
+
+    _post(server, tmp_path, **signed)
+    _post(server, tmp_path, **{**signed, "webhook-id": "job-2"})  # the id swapped: only the standard one covers it
+
+    assert printed[0].splitlines()[-3:] == [
+        "  Signature: verified",
+        "  Standard Webhooks signature: verified",
+        "  Answered: 200",
+    ]
+    assert printed[1].splitlines()[-3:] == [
+        "  Signature: verified",
+        "  Standard Webhooks signature: DOES NOT VERIFY"
+        " (another secret, an altered body or id, or older than 5 minutes)",
+        "  Answered: 200",
+    ]
 
 
 @pytest.mark.parametrize(

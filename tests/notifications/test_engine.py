@@ -13,7 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.selectors import signing_secret_decrypt
+from accounts.models import SigningSecret
+from accounts.selectors import signing_secrets_decrypt
 from accounts.services import signing_secret_generate
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.engine.processing import job_claim, job_process, job_record_attempt, jobs_sweep
@@ -128,7 +129,27 @@ def test_a_claim_brings_the_signing_secret_of_the_jobs_own_account(make_client: 
     claim = job_claim(job_id=job.id)
 
     assert claim is not None
-    assert signing_secret_decrypt(claim.encrypted_signing_secret) == owner_secret
+    assert signing_secrets_decrypt(claim.encrypted_signing_secret) == [owner_secret]
+    assert claim.encrypted_previous_signing_secret is None  # never rotated
+
+
+def test_a_claim_brings_a_rotated_out_secret_only_while_it_still_signs(free: Client) -> None:
+    old = signing_secret_generate(account=free.account)
+    new = signing_secret_generate(account=free.account)
+    first = Job.objects.create(account=free.account, type=JobType.WEBHOOK, payload={})
+    second = Job.objects.create(account=free.account, type=JobType.WEBHOOK, payload={})
+
+    during = job_claim(job_id=first.id)
+    SigningSecret.objects.filter(account=free.account).update(previous_signs_until=timezone.now())
+    after = job_claim(job_id=second.id)
+
+    assert during is not None
+    assert after is not None
+    assert signing_secrets_decrypt(during.encrypted_signing_secret, during.encrypted_previous_signing_secret) == [
+        new,
+        old,
+    ]
+    assert signing_secrets_decrypt(after.encrypted_signing_secret, after.encrypted_previous_signing_secret) == [new]
 
 
 def test_a_job_whose_lease_ran_out_can_be_claimed_again(free: Client) -> None:

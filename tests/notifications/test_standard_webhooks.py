@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 import stripe
+from django.utils import timezone
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from accounts.services import signing_secret_generate
-from core.signing import standard_signature_header
+from accounts.models import SigningSecret
+from accounts.services import signing_secret_delete, signing_secret_generate
+from core.signing import standard_signature_header, verify_signature
 from tests.conftest import Client, wait_for_job
 from tests.fakes.receiver import Receiver
 from tests.notifications.test_webhook_delivery import send
@@ -84,3 +86,62 @@ def test_an_unsigned_delivery_carries_no_signature_and_custom_headers_cannot_for
     assert signed.headers["webhook-signature"] != "v1,forged"
     assert signed.headers["webhook-id"] != "forged"
     assert signed.headers["webhook-timestamp"] != "1"
+
+
+def both_schemes_verify(secret: str, arrival: Any) -> bool:
+    """Each library, and the stdlib recipe, on the delivery as it arrived."""
+    ours = arrival.headers["X-Webhook-Signature"]
+    return (
+        verifies(secret, arrival.body, standard_headers(arrival))
+        and verify_signature(secret, ours, arrival.body)
+        and bool(stripe_verifies(secret, arrival.body, ours))
+    )
+
+
+def stripe_verifies(secret: str, body: bytes, header: str) -> bool:
+    try:
+        return bool(stripe.WebhookSignature.verify_header(body.decode(), header, secret, tolerance=300))
+    except stripe.SignatureVerificationError:
+        return False
+
+
+def test_after_a_rotation_the_old_and_the_new_secret_both_verify_until_the_overlap_ends(
+    free: Client, receiver: Receiver, settings: Any
+) -> None:
+    old = signing_secret_generate(account=free.account)
+    new = signing_secret_generate(account=free.account)
+
+    wait_for_job(send(free, receiver))
+    SigningSecret.objects.filter(account=free.account).update(previous_signs_until=timezone.now())
+    wait_for_job(send(free, receiver))
+    settings.SIGNING_SECRET_OVERLAP_SECONDS = 0
+    newest = signing_secret_generate(account=free.account)
+    wait_for_job(send(free, receiver))
+
+    during, after, rotated_without_overlap = receiver.wait_for(3)
+    # Newest first in both headers: two signatures each while the old secret still signs.
+    assert during.headers["X-Webhook-Signature"].count("v1=") == 2
+    assert len(during.headers["webhook-signature"].split(" ")) == 2
+    assert during.headers["webhook-signature"].split(" ")[0] == standard_signature_header(
+        new, during.headers["webhook-id"], int(during.headers["webhook-timestamp"]), during.body
+    )
+    assert both_schemes_verify(old, during)
+    assert both_schemes_verify(new, during)
+    # Once the overlap is over, only the new one.
+    assert after.headers["X-Webhook-Signature"].count("v1=") == 1
+    assert both_schemes_verify(new, after)
+    assert not both_schemes_verify(old, after)
+    # With no overlap set, a rotation stops the old secret at once.
+    assert both_schemes_verify(newest, rotated_without_overlap)
+    assert not both_schemes_verify(new, rotated_without_overlap)
+
+
+def test_after_delete_a_delivery_carries_no_signature_even_within_an_overlap(free: Client, receiver: Receiver) -> None:
+    signing_secret_generate(account=free.account)
+    signing_secret_generate(account=free.account)
+    signing_secret_delete(account=free.account)
+
+    wait_for_job(send(free, receiver))
+
+    signed = {"x-webhook-signature", "x-webhook-timestamp", "webhook-id", "webhook-timestamp", "webhook-signature"}
+    assert not signed & {name.lower() for name in receiver.wait_for(1)[0].headers}

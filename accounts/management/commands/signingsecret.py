@@ -5,8 +5,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.management.commands._account_args import account_or_error
-from accounts.selectors import signing_secret_exists
+from accounts.selectors import previous_secret_signs_until, signing_secret_exists
 from accounts.services import signing_secret_delete, signing_secret_generate
+from core.api.envelope import iso_utc
 
 
 class Command(BaseCommand):
@@ -29,5 +30,11 @@ class Command(BaseCommand):
         if action == "rotate" and not has_secret:
             raise CommandError(f"{email} has no signing secret; use 'generate'")
         secret = signing_secret_generate(account=account)
-        self.stdout.write(f"Signing secret of {email} (shown once; the previous one, if any, stops working now):")
+        until = previous_secret_signs_until(account=account)
+        previous = (
+            f"the previous one also signs every delivery until {iso_utc(until)}"
+            if until
+            else "the previous one, if any, stops signing now"
+        )
+        self.stdout.write(f"Signing secret of {email} (shown once; {previous}):")
         self.stdout.write(secret)
