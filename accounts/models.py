@@ -103,6 +103,10 @@ class SigningSecret(models.Model):
     def __str__(self) -> str:
         return f"signing secret of {self.account_id}"
 
+    @property
+    def previous_still_signs(self) -> bool:
+        return self.previous_signs_until is not None and self.previous_signs_until > timezone.now()
+
 
 class ProviderKey(models.Model):
     """An account's own credentials for one email provider; lower priority is tried first."""

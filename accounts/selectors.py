@@ -65,14 +65,14 @@ def signing_secrets_get(*, account_id: int) -> list[str]:
     row = SigningSecret.objects.filter(account_id=account_id).first()
     if row is None:
         return []
-    still_signing = row.previous_signs_until is not None and row.previous_signs_until > timezone.now()
-    return signing_secrets_decrypt(row.encrypted_secret, row.previous_encrypted_secret if still_signing else None)
+    previous = row.previous_encrypted_secret if row.previous_still_signs else None
+    return signing_secrets_decrypt(row.encrypted_secret, previous)
 
 
 def previous_secret_signs_until(*, account: Account) -> datetime | None:
     """Until when the secret a rotation replaced still signs beside the new one; None when none does."""
-    until = SigningSecret.objects.filter(account=account).values_list("previous_signs_until", flat=True).first()
-    return until if until is not None and until > timezone.now() else None
+    row = SigningSecret.objects.filter(account=account).only("previous_signs_until").first()
+    return row.previous_signs_until if row is not None and row.previous_still_signs else None
 
 
 def provider_credentials(*, account: Account) -> dict[str, Credentials]:

@@ -21,7 +21,7 @@ from core.api.fields import (
     OneOfField,
     PositiveIntegerParamField,
     TextField,
-    text_pattern,
+    text_schema,
 )
 from core.api.pages import Page, PageQuery, page_parameters
 from core.api.schema import (
@@ -355,7 +355,7 @@ JOB_LIST_PARAMETERS = (
     OpenApiParameter("to", EMAIL_SCHEMA, description="Only emails to this address (compared without case)"),
     OpenApiParameter(
         "host",
-        {"type": "string", "minLength": 1, "maxLength": HOST_MAX_LENGTH, "pattern": text_pattern(single_line=True)},
+        text_schema(max_length=HOST_MAX_LENGTH, single_line=True),
         description="Only webhooks to URLs on this host (compared without case), e.g. `hooks.example.com`",
     ),
 )

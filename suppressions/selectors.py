@@ -17,8 +17,8 @@ def normalized_address(email: str) -> str:
     return email.lower()
 
 
-# Every email's send asks it: the ORM spent four times as long building this statement as sending it and reading the
-# answer (docs/departures.md).
+# Every email's send asks it, and through the ORM building the statement cost more than running it
+# (docs/departures.md).
 # Off the framework's road: docs/departures.md, "raw-sql-suppression-check".
 SUPPRESSION_REASON_SQL = f"""
     SELECT {sql.column(Suppression, "reason")} FROM {sql.table(Suppression)}

@@ -15,7 +15,7 @@ from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_res
 from core.api.serializers import RequestSerializer
 from core.errors import AddressSuppressed, SuppressionNotFound
 from suppressions.models import SuppressionReason
-from suppressions.selectors import suppression_list
+from suppressions.selectors import normalized_address, suppression_list
 from suppressions.serializers import SuppressionPageSerializer, SuppressionSerializer
 from suppressions.services import suppression_add, suppression_remove
 
@@ -121,4 +121,4 @@ class SuppressionView(ApiKeyView):
     )
     def delete(self, request: Request, email: str) -> Response:
         suppression_remove(account=request_account(request), email=email)
-        return Response({"email": email.lower(), "message": REMOVED_MESSAGE})
+        return Response({"email": normalized_address(email), "message": REMOVED_MESSAGE})

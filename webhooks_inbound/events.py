@@ -114,7 +114,9 @@ SUPPRESSING_EVENTS = {
 }
 
 
-def suppression_reason(provider: str, event_type: EmailEventType, event: Mapping[str, Any]) -> SuppressionReason | None:
+def event_suppression_reason(
+    provider: str, event_type: EmailEventType, event: Mapping[str, Any]
+) -> SuppressionReason | None:
     """Why the event puts its recipient on the suppression list, or None when it does not."""
     if event_type == EmailEventType.BOUNCED:
         return SuppressionReason.HARD_BOUNCE if IS_PERMANENT_BOUNCE[provider](event) else None
@@ -152,7 +154,7 @@ def reported_event(provider: str, parsed: AnymailTrackingEvent, *, received_at: 
         message_ids=_message_ids(provider, parsed),
         job_id=_job_id(parsed.metadata),
         payload=payload,
-        suppresses=suppression_reason(provider, event_type, raw),
+        suppresses=event_suppression_reason(provider, event_type, raw),
     )
 
 

@@ -80,6 +80,12 @@ class StrictField(serializers.Field):
 WHITESPACE_CLASS = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
+def text_schema(*, max_length: int, single_line: bool) -> dict[str, Any]:
+    """A :class:`TextField`'s OpenAPI schema: a string of 1 to ``max_length`` characters, what it refuses as a
+    pattern. core.api.schema's ``TextFieldSchema`` gives it to each field; a query parameter takes it as it is."""
+    return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": text_pattern(single_line=single_line)}
+
+
 def text_pattern(*, single_line: bool) -> str:
     """The texts a :class:`TextField` takes, as one regular expression for the OpenAPI document: a character
     other than whitespace, no NUL, and on a single line no CR or LF. Its length is checked apart."""

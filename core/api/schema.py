@@ -34,7 +34,7 @@ from core.api.exceptions import (
     UnsupportedMediaType,
     ValidationFailed,
 )
-from core.api.fields import text_pattern
+from core.api.fields import text_schema
 from core.api.parsers import PARSER_REFUSALS
 from core.errors import AccountInactive, AccountMissing, CodedError
 
@@ -191,13 +191,7 @@ class TextFieldSchema(OpenApiSerializerFieldExtension):
     target_class = "core.api.fields.TextField"
 
     def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
-        field = self.target
-        return {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": field.max_length,
-            "pattern": text_pattern(single_line=field.single_line),
-        }
+        return text_schema(max_length=self.target.max_length, single_line=self.target.single_line)
 
 
 def _success_envelope(data_schema: dict[str, Any]) -> dict[str, Any]:
