@@ -146,7 +146,7 @@ def _attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
     job = claim.job
     try:
         if job.type == JobType.WEBHOOK:
-            secrets = signing_secrets_decrypt(claim.encrypted_signing_secret, claim.encrypted_previous_signing_secret)
+            secrets = signing_secrets_decrypt(*claim.encrypted_signing_secrets)
             return deliver_webhook(job, attempt=attempt, signing_secrets=secrets)
         return deliver_email(job, attempt=attempt)
     except Exception:

@@ -42,9 +42,9 @@ class Claim:
     """A job taken for one attempt, with what its delivery needs from its account."""
 
     job: Job
-    encrypted_signing_secret: str | None
-    # The secret a rotation replaced, while it still signs beside the new one (accounts/models.py).
-    encrypted_previous_signing_secret: str | None
+    # The account's encrypted secrets that sign now, newest first: none, its secret, or its secret and the one a
+    # rotation replaced while that still signs (accounts/models.py).
+    encrypted_signing_secrets: tuple[str, ...]
     # Whether the account may still send: active and not deleted, as the API decides (Account.is_usable).
     account_usable: bool
     # Why an email's recipient is on the account's suppression list, or None (docs/suppressions.md).
@@ -130,6 +130,8 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
 
     One statement claims the row and returns it with the account's encrypted signing secrets, whether the account
     may still send and, for an email, why its recipient is suppressed: the attempt asks the database nothing more.
+    The secrets come as one text, space-separated, from one read of their row: a Fernet token is URL-safe base64,
+    which holds no space.
     Should this worker die, the sweeper re-sends the task once the lease is over.
     """
     params = [
@@ -149,11 +151,10 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         row = cursor.fetchone()
     if row is None:
         return None
-    *job_columns, encrypted_signing_secret, encrypted_previous_signing_secret, account_usable, suppressed_for = row
+    *job_columns, encrypted_signing_secrets, account_usable, suppressed_for = row
     return Claim(
         job=sql.from_row(Job, job_columns),
-        encrypted_signing_secret=encrypted_signing_secret,
-        encrypted_previous_signing_secret=encrypted_previous_signing_secret,
+        encrypted_signing_secrets=tuple((encrypted_signing_secrets or "").split()),
         account_usable=bool(account_usable),
         suppressed_for=suppressed_for,
     )
@@ -181,9 +182,9 @@ def _claim_sql() -> str:
             {requeue_at} = %s, {claims} = {claims} + 1
         WHERE {job_id} = %s AND ({status} = %s OR ({status} = %s AND {locked_until} <= %s))
         RETURNING {sql.columns(Job)},
-            (SELECT {secrets}.{secret} FROM {secrets} WHERE {secrets}.{secret_owner} = {jobs}.{owner}),
-            (SELECT {secrets}.{previous} FROM {secrets}
-             WHERE {secrets}.{secret_owner} = {jobs}.{owner} AND {secrets}.{previous_until} > %s),
+            (SELECT {secrets}.{secret} || CASE WHEN {secrets}.{previous_until} > %s THEN ' ' || {secrets}.{previous}
+                                                   ELSE '' END
+             FROM {secrets} WHERE {secrets}.{secret_owner} = {jobs}.{owner}),
             (SELECT {accounts}.{is_active} AND {accounts}.{deleted_at} IS NULL
              FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner}),
             (SELECT {suppressions}.{reason} FROM {suppressions}

@@ -116,7 +116,7 @@ def test_a_claim_takes_the_job_in_one_statement_and_returns_it_as_stored(free: C
     assert claimed.started_at.tzinfo is not None
     assert claimed.locked_until == Job.objects.get(id=job.id).locked_until
     assert claimed.requeue_at == claimed.locked_until
-    assert claim.encrypted_signing_secret is None  # this account has none
+    assert claim.encrypted_signing_secrets == ()  # this account has none
     assert claim.account_usable
 
 
@@ -129,8 +129,7 @@ def test_a_claim_brings_the_signing_secret_of_the_jobs_own_account(make_client: 
     claim = job_claim(job_id=job.id)
 
     assert claim is not None
-    assert signing_secrets_decrypt(claim.encrypted_signing_secret) == [owner_secret]
-    assert claim.encrypted_previous_signing_secret is None  # never rotated
+    assert signing_secrets_decrypt(*claim.encrypted_signing_secrets) == [owner_secret]  # never rotated
 
 
 def test_a_claim_brings_a_rotated_out_secret_only_while_it_still_signs(free: Client) -> None:
@@ -145,11 +144,8 @@ def test_a_claim_brings_a_rotated_out_secret_only_while_it_still_signs(free: Cli
 
     assert during is not None
     assert after is not None
-    assert signing_secrets_decrypt(during.encrypted_signing_secret, during.encrypted_previous_signing_secret) == [
-        new,
-        old,
-    ]
-    assert signing_secrets_decrypt(after.encrypted_signing_secret, after.encrypted_previous_signing_secret) == [new]
+    assert signing_secrets_decrypt(*during.encrypted_signing_secrets) == [new, old]
+    assert signing_secrets_decrypt(*after.encrypted_signing_secrets) == [new]
 
 
 def test_a_job_whose_lease_ran_out_can_be_claimed_again(free: Client) -> None:
