@@ -275,6 +275,11 @@ class SuppressionNotFound(NotFound):
     message = "Suppression not found"
 
 
+class EventEndpointNotFound(NotFound):
+    code = "event_endpoint_not_found"
+    message = "Event endpoint not found"
+
+
 class UserNotFound(NotFound):
     """No user with this id, or a user without a NotifyHub account (staff's endpoints)."""
 
@@ -311,6 +316,13 @@ class DomainExists(Conflict):
 class EmailTaken(Conflict):
     code = "email_taken"
     message = "An account with this email already exists. Sign in instead."
+
+
+class EventEndpointLimit(Conflict):
+    """The account has as many event endpoints as it may (event_endpoints.models.ENDPOINTS_PER_ACCOUNT)."""
+
+    code = "event_endpoint_limit"
+    message = "An account may have at most 5 event endpoints. Delete one first."
 
 
 class AddressSuppressed(Conflict):

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from core.errors import JobNotFound
+from core.paging import page_rows
 from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobType
 from notifications.secret_headers import mask_secret_headers, with_secret_headers
 
@@ -102,9 +103,7 @@ def _jobs_of(account: Account, filters: JobFilters) -> QuerySet[Job]:
 
 def job_list(*, account: Account, page: int, limit: int, filters: JobFilters = JobFilters()) -> tuple[list[Job], int]:
     """One page of the caller's jobs, newest first, and the total: two queries whatever the page size."""
-    jobs = _jobs_of(account, filters)
-    offset = (page - 1) * limit
-    return list(jobs[offset : offset + limit]), jobs.count()
+    return page_rows(_jobs_of(account, filters), page=page, limit=limit)
 
 
 # LIMIT and OFFSET are 64-bit on PostgreSQL and SQLite.

@@ -18,6 +18,7 @@ from accounts.selectors import signing_secrets_get
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import EmailNotSent, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
+from event_endpoints.services import job_finished_emit
 from notifications.delivery.http import is_local_target, split_credentials
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import build_headers
@@ -164,7 +165,10 @@ def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
     never queued, no quota spent (docs/suppressions.md)."""
     now = timezone.now()
     log = DeliveryLog(job=job, attempt=1, status=DeliveryStatus.FAILED, error_message=error, created_at=now)
-    store.insert_failed(job, failure=NextState.failed(attempts=1, at=now, error=error), log=log)
+    failure = NextState.failed(attempts=1, at=now, error=error)
+    with transaction.atomic():
+        store.insert_failed(job, failure=failure, log=log)
+        job_finished_emit(job, failure)
     job_failed_on_arrival(job)
     return job
 

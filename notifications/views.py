@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -16,7 +15,6 @@ from core.api.fields import (
     EMAIL_SCHEMA,
     EmailAddressField,
     HeadersField,
-    HttpsUrlField,
     JsonObjectField,
     OneOfField,
     PositiveIntegerParamField,
@@ -53,7 +51,6 @@ from core.errors import (
     SendingDomainPending,
     SendingDomainRequired,
 )
-from notifications.delivery.http import is_local_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType, Priority
 from notifications.secret_headers import SECRET_NAME_PARTS
@@ -64,11 +61,11 @@ from notifications.serializers import (
     JobDetailSerializer,
     JobPageSchema,
     JobPageSerializer,
+    WebhookUrlField,
     job_accepted,
     job_enum_field,
 )
 from notifications.services import (
-    LOCAL_URL_MESSAGE,
     REQUEUED_MESSAGE,
     email_job_create,
     job_retry,
@@ -267,17 +264,12 @@ class SendEmailView(SendView):
 class SendWebhookView(SendView):
     @extend_schema_serializer(component_name="WebhookRequest")
     class InputSerializer(RequestSerializer):
-        url = HttpsUrlField()
+        url = WebhookUrlField()
         payload = JsonObjectField()
         method = OneOfField(choices=WEBHOOK_METHODS, required=False)
         headers = HeadersField(required=False)
         priority = priority_field()
         idempotencyKey = idempotency_key_field()
-
-        def validate_url(self, url: str) -> str:
-            if not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS and is_local_target(url):
-                raise serializers.ValidationError(LOCAL_URL_MESSAGE)
-            return url
 
         def validate_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
             if len(json_bytes(payload)) > WEBHOOK_PAYLOAD_MAX_BYTES:

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "domains",
     "webhooks_inbound",
     "suppressions",
+    "event_endpoints",
     "dashboard",
     "staff",
     "devtools",
@@ -228,6 +229,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": JOB_SWEEP_INTERVAL_SECONDS,
         "options": {"expires": JOB_SWEEP_INTERVAL_SECONDS},
     },
+    "sweep-event-deliveries": {
+        "task": "event_endpoints.sweep_deliveries",
+        "schedule": JOB_SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": JOB_SWEEP_INTERVAL_SECONDS},
+    },
     # At a quiet hour (UTC); a run that could not start within the hour waits for the next day's.
     "purge-jobs": {
         "task": "notifications.purge_jobs",
@@ -346,6 +352,7 @@ SPECTACULAR_SETTINGS = {
         "JobTypeEnum": "notifications.models.JobType.values",
         "JobStatusEnum": "notifications.models.JobStatus.values",
         "PartStatusEnum": "core.health.STATUSES",
+        "EventTypeEnum": "event_endpoints.models.EventType.values",
     },
 }
 # Largest request body the API parses; bigger ones get 413 before any JSON is read.

@@ -9,6 +9,7 @@ from django.db.models import Q, QuerySet
 
 from accounts.models import Account
 from core import sql
+from core.paging import page_rows
 from suppressions.models import Suppression
 
 
@@ -48,8 +49,7 @@ def suppression_list(
     ``email`` finds one address; ``containing``, every address with that text in it (the dashboard's search).
     """
     suppressions = _suppressions_of(account, email=email, containing=containing, reason=reason)
-    offset = (page - 1) * limit
-    return list(suppressions[offset : offset + limit]), suppressions.count()
+    return page_rows(suppressions, page=page, limit=limit)
 
 
 def _suppressions_of(

@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 
 from accounts.models import Account
 from core.errors import AddressSuppressed, SuppressionNotFound
+from event_endpoints.services import suppressions_created_emit
 from suppressions.models import Suppression, SuppressionReason
 from suppressions.selectors import normalized_address
 
@@ -25,6 +26,7 @@ def suppression_add(*, account: Account, email: str) -> Suppression:
     try:
         with transaction.atomic():
             suppression.save(force_insert=True)
+            suppressions_created_emit(account_id=account.pk, created=[suppression])
     except IntegrityError:
         raise AddressSuppressed() from None
     return suppression
@@ -47,8 +49,10 @@ class Reported:
     job_id: uuid.UUID
 
 
-def suppressions_record(*, account: Account, reported: Sequence[Reported]) -> None:
-    """Adds each reported address that is not on the list yet; one already there keeps its first reason."""
+def suppressions_record(*, account: Account, reported: Sequence[Reported], emits_events: bool) -> None:
+    """Adds each reported address that is not on the list yet, with ``emits_events`` emitting its
+    ``suppression.created``; one already there keeps its first reason. Two reports adding one address at the same
+    instant both emit its event."""
     rows = {
         normalized_address(entry.email): Suppression(
             account=account,
@@ -60,4 +64,10 @@ def suppressions_record(*, account: Account, reported: Sequence[Reported]) -> No
         for entry in reversed(reported)  # the first report of an address wins, as it would one at a time
         if entry.email
     }
-    Suppression.objects.bulk_create(rows.values(), ignore_conflicts=True)
+    if not emits_events:
+        Suppression.objects.bulk_create(rows.values(), ignore_conflicts=True)
+        return
+    listed = set(Suppression.objects.filter(account=account, email__in=list(rows)).values_list("email", flat=True))
+    created = [row for email, row in rows.items() if email not in listed]
+    Suppression.objects.bulk_create(created, ignore_conflicts=True)
+    suppressions_created_emit(account_id=account.pk, created=created)

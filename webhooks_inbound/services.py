@@ -17,6 +17,7 @@ from accounts.services import confirmed_account_required
 from core import sql
 from core.crypto import encrypt
 from core.errors import ResendSecretInvalid, SendGridKeyInvalid, TrackingCredentialNotSettable
+from event_endpoints.services import EmailEventEmitted, email_events_emit
 from notifications.models import DeliveryLog, Job
 from suppressions.services import Reported, suppressions_record
 from webhooks_inbound.events import ReportedEvent
@@ -122,9 +123,12 @@ INSERT_EVENTS_SQL = f"""
 """
 
 
-def events_record(*, account: Account, provider: str, events: Sequence[ReportedEvent], ignored: int) -> Recorded:
+def events_record(
+    *, account: Account, provider: str, events: Sequence[ReportedEvent], ignored: int, emits_events: bool
+) -> Recorded:
     """Stores each event under the account's job it names, once, and puts the recipient of each newly stored event
-    that means "never again" on the account's suppression list; the whole batch in one transaction."""
+    that means "never again" on the account's suppression list; with ``emits_events`` (the account has event
+    endpoints), emits each newly stored event and suppression. The whole batch in one transaction."""
     job_ids = _job_ids(account, events)
     # By provider event id: a batch naming one event twice stores it once.
     placed: dict[str, tuple[ReportedEvent, uuid.UUID]] = {}
@@ -133,7 +137,10 @@ def events_record(*, account: Account, provider: str, events: Sequence[ReportedE
             placed.setdefault(event.provider_event_id, (event, job_id))
     with transaction.atomic():
         stored = _insert_new([_row(account, provider, job_id, event) for event, job_id in placed.values()])
-        suppressions_record(account=account, reported=_suppressing(provider, [placed[key] for key in stored]))
+        newly = [placed[key] for key in stored]
+        suppressions_record(account=account, reported=_suppressing(provider, newly), emits_events=emits_events)
+        if emits_events:
+            email_events_emit(account_id=account.pk, stored=_emitted(provider, newly))
     unmatched = job_ids.count(None)
     if unmatched:
         logger.info("Dropped %d %s event(s) naming no message of account %s", unmatched, provider, account.public_id)
@@ -144,6 +151,12 @@ def events_record(*, account: Account, provider: str, events: Sequence[ReportedE
         unmatched=unmatched,
         ignored=ignored,
     )
+
+
+def _emitted(provider: str, stored: list[tuple[ReportedEvent, uuid.UUID]]) -> list[EmailEventEmitted]:
+    return [
+        EmailEventEmitted(event.type, job_id, event.recipient, provider, event.occurred_at) for event, job_id in stored
+    ]
 
 
 def _suppressing(provider: str, stored: list[tuple[ReportedEvent, uuid.UUID]]) -> list[Reported]:

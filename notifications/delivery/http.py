@@ -30,6 +30,7 @@ from requests_hardened.ip_filter import InvalidIPAddress
 from requests_hardened.ip_filter_adapter import IPFilterAdapter
 from urllib3.util.ssl_ import create_urllib3_context
 
+from core.crypto import decrypt
 from notifications.delivery.trusted_target import TrustedTarget, current_trusted_target
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -204,6 +205,11 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     if not at:
         return url, None
     return urlunsplit(parts._replace(netloc=f"{MASK}@{host}")), userinfo
+
+
+def stored_url(masked_url: str, encrypted_credentials: str | None) -> str:
+    """The URL to call: the stored one, with the credentials :func:`split_credentials` took out of it back in."""
+    return with_credentials(masked_url, decrypt(encrypted_credentials)) if encrypted_credentials else masked_url
 
 
 def with_credentials(masked_url: str, credentials: str) -> str:

@@ -15,9 +15,8 @@ from django.utils.http import parse_http_date_safe
 from requests.structures import CaseInsensitiveDict
 from requests_hardened.ip_filter import InvalidIPAddress
 
-from core.crypto import decrypt
 from core.signing import signature_header, standard_signature_header
-from notifications.delivery.http import webhook_session, with_credentials
+from notifications.delivery.http import stored_url, webhook_session
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job
@@ -80,7 +79,7 @@ def deliver_webhook(job: Job, *, attempt: int, signing_secrets: Sequence[str]) -
         secrets=signing_secrets,
         now=int(time.time()),
     )
-    return send(job.payload["method"], _url(job), body=body, headers=headers)
+    return send(job.payload["method"], stored_url(job.payload["url"], job.url_credentials), body=body, headers=headers)
 
 
 def send(
@@ -113,11 +112,6 @@ def send(
         duration_ms=elapsed_ms(started),
         retry_after=response.headers.get("Retry-After"),
     )
-
-
-def _url(job: Job) -> str:
-    url: str = job.payload["url"]
-    return with_credentials(url, decrypt(job.url_credentials)) if job.url_credentials else url
 
 
 def _read_excerpt(response: requests.Response, excerpt_bytes: int) -> str:

@@ -17,17 +17,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Model
 from django.utils import timezone
 
 from core.unavailable import DATABASE_FAULTS
-from notifications.engine import store
-from notifications.models import Job
 
 logger = logging.getLogger(__name__)
 
@@ -39,44 +39,58 @@ def lease_length() -> timedelta:
     return timedelta(seconds=settings.JOB_LEASE_SECONDS)
 
 
-class Lease:
-    """One claim's hold on its job. ``job.locked_until`` is the lease's end; change it only under ``lock``."""
+# A claimed row: a job, or an event's delivery (event_endpoints), which is claimed the same way. Its
+# ``locked_until`` is the lease's end.
+LeasedT = TypeVar("LeasedT", bound=Model)
 
-    def __init__(self, job: Job) -> None:
+# Moves the lease's end from ``held_until`` to ``until``; False if its row is no longer held so (store.renew_lease).
+LeaseRenewal = Callable[..., bool]
+
+
+class Lease(Generic[LeasedT]):
+    """One claim's hold on its row. ``job.locked_until`` is the lease's end; change it only under ``lock``."""
+
+    def __init__(self, job: LeasedT, renew: LeaseRenewal) -> None:
         self.job = job
+        self._renew = renew
         self.lock = threading.Lock()
         # Set once the attempt is recorded or abandoned: a lease that ended is never renewed again.
         self.ended = False
 
+    @property
+    def until(self) -> datetime:
+        """When the lease ends: the claimed row's ``locked_until``."""
+        until: datetime = getattr(self.job, "locked_until")  # noqa: B009  (a field both kinds of row have)
+        return until
+
     def due_for_renewal(self, now: datetime) -> bool:
-        assert self.job.locked_until is not None
-        return self.job.locked_until - now < lease_length() * 2 / 3
+        return self.until - now < lease_length() * 2 / 3
 
     def renew(self, now: datetime) -> None:
         with self.lock:
             if self.ended:
                 return
             until = now + lease_length()
-            if store.renew_lease(job_id=self.job.id, held_until=self.job.locked_until, until=until):
-                self.job.locked_until = until
+            if self._renew(held_until=self.until, until=until):
+                self.job.locked_until = until  # type: ignore[attr-defined]  # the field `until` reads
             else:
-                # Another worker claimed the job after this lease ran out: this attempt's record will find so.
+                # Another worker claimed the row after this lease ran out: this attempt's record will find so.
                 self.ended = True
-                logger.warning("Job %s: lease lost while its attempt ran", self.job.id)
+                logger.warning("%s: lease lost while its attempt ran", self.job)
 
 
 class Renewer:
     """The leases under way in this process, and the thread that renews them."""
 
     def __init__(self) -> None:
-        self._leases: dict[int, Lease] = {}
+        self._leases: dict[int, Lease[Any]] = {}
         self._guard = threading.Lock()
         self._thread_pid: int | None = None  # the process the thread runs in: a forked child starts its own
 
     @contextmanager
-    def held(self, job: Job) -> Iterator[Lease]:
-        """``job``'s lease, renewed until the block ends."""
-        lease = Lease(job)
+    def held(self, job: LeasedT, renew: LeaseRenewal) -> Iterator[Lease[LeasedT]]:
+        """``job``'s lease, renewed by ``renew`` until the block ends."""
+        lease = Lease(job, renew)
         with self._guard:
             self._start_thread_once()
             self._leases[id(lease)] = lease

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from datetime import datetime, timedelta
+from functools import partial
+from typing import TypeVar
 from uuid import UUID
 
 from django.conf import settings
@@ -20,11 +24,12 @@ from accounts.authentication import INACTIVE_ACCOUNT_MESSAGE
 from accounts.selectors import signing_secrets_decrypt
 from core.logs import log_context
 from core.unavailable import DATABASE_FAULTS
+from event_endpoints.services import job_finished_emit
 from notifications.delivery.email import deliver_email
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
 from notifications.engine import store
-from notifications.engine.lease import Lease, lease_length, renewer
+from notifications.engine.lease import Lease, LeasedT, lease_length, renewer
 from notifications.engine.queue import job_enqueue, queued_messages
 from notifications.engine.transitions import NextState
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType
@@ -32,6 +37,8 @@ from notifications.observability import attempt_recorded
 from suppressions.services import suppressed_message
 
 logger = logging.getLogger(__name__)
+
+RecordedT = TypeVar("RecordedT")
 
 # A retry task may run a moment before its due time by the database's clock.
 CLAIM_TOLERANCE = timedelta(seconds=1)
@@ -71,11 +78,11 @@ def job_process(*, job_id: UUID) -> None:
         return
     job = claim.job
     attempt = job.attempts + 1
-    with log_context(attempt=attempt), renewer.held(job) as lease:
+    with log_context(attempt=attempt), renewer.held(job, partial(store.renew_lease, job.id)) as lease:
         started = time.monotonic()
         outcome = _stopped(claim) or _attempt(claim, attempt=attempt)
         seconds = time.monotonic() - started
-        job_status = _record_within_lease(lease, outcome)
+        job_status = _record_within_lease(lease, outcome, emits_events=claim.emits_events)
     if job_status is not None:
         attempt_recorded(job, attempt=attempt, outcome=outcome, job_status=job_status, seconds=seconds)
 
@@ -99,36 +106,38 @@ def _stopped(claim: store.Claim) -> AttemptOutcome | None:
     return None
 
 
-def _record_within_lease(lease: Lease, outcome: AttemptOutcome) -> str | None:
-    """Records the attempt, trying again while the database cannot be reached (a restart, a failover) and the
-    lease lasts: the attempt has happened, and recording it is what keeps it from happening twice.
+def _record_within_lease(lease: Lease[Job], outcome: AttemptOutcome, *, emits_events: bool) -> str | None:
+    return record_within_lease(
+        lease,
+        lambda: job_record_attempt(job=lease.job, outcome=outcome, emits_events=emits_events),
+        name=f"Job {lease.job.id}",
+    )
+
+
+def record_within_lease(lease: Lease[LeasedT], record: Callable[[], RecordedT], *, name: str) -> RecordedT | None:
+    """Runs ``record``, the attempt's record, trying again while the database cannot be reached (a restart, a
+    failover) and the lease lasts: the attempt has happened, and recording it is what keeps it from happening twice.
+    None when the lease ran out first. ``name`` names the row in the log ("Job <id>").
     """
     pause = RECORD_RETRY_FIRST_PAUSE
     while True:
         try:
             with lease.lock:
-                job_status = job_record_attempt(job=lease.job, outcome=outcome)
+                recorded = record()
                 lease.ended = True
-                return job_status
+                return recorded
         except DATABASE_FAULTS as error:
             connection.close()
             if not _lease_outlasts(lease, pause):
-                logger.error(
-                    "Job %s: attempt not recorded, the database did not answer within its lease: %s",
-                    lease.job.id,
-                    error,
-                )
+                logger.error("%s: attempt not recorded, the database did not answer within its lease: %s", name, error)
                 return None
-            logger.warning(
-                "Job %s: could not record the attempt, trying again in %.1fs: %s", lease.job.id, pause, error
-            )
+            logger.warning("%s: could not record the attempt, trying again in %.1fs: %s", name, pause, error)
             time.sleep(pause)
             pause = min(pause * 2, RECORD_RETRY_MAX_PAUSE)
 
 
-def _lease_outlasts(lease: Lease, pause: float) -> bool:
-    assert lease.job.locked_until is not None
-    return timezone.now() + timedelta(seconds=pause) < lease.job.locked_until
+def _lease_outlasts(lease: Lease[LeasedT], pause: float) -> bool:
+    return timezone.now() + timedelta(seconds=pause) < lease.until
 
 
 def _worker_deaths(job: Job) -> int:
@@ -155,20 +164,28 @@ def _attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
         return AttemptOutcome.failure("Internal error while delivering; will retry", retryable=True)
 
 
-def _retry_delay(job: Job, *, attempt: int, outcome: AttemptOutcome) -> int | None:
-    """Seconds until the next attempt, or None when the job has failed for good: the configured delay, or the
+def _retry_delay(outcome: AttemptOutcome, *, attempt: int, max_attempts: int, delays: Sequence[int]) -> int | None:
+    """Seconds until the next attempt, or None when the attempts are over: the configured delay, or the
     receiver's Retry-After when that asks for longer (docs/delivery-engine.md, "Retry-After")."""
-    if not outcome.retryable or attempt >= job.max_attempts:
+    if not outcome.retryable or attempt >= max_attempts:
         return None
-    delays = settings.WEBHOOK_RETRY_DELAYS if job.type == JobType.WEBHOOK else settings.EMAIL_RETRY_DELAYS
     configured = delays[min(attempt, len(delays)) - 1] if delays else 0
     return max(configured, outcome.retry_after_seconds or 0)
 
 
 def _next_state(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetime) -> NextState:
+    delays = settings.WEBHOOK_RETRY_DELAYS if job.type == JobType.WEBHOOK else settings.EMAIL_RETRY_DELAYS
+    return next_state_after(outcome, attempt=attempt, max_attempts=job.max_attempts, delays=delays, now=now)
+
+
+def next_state_after(
+    outcome: AttemptOutcome, *, attempt: int, max_attempts: int, delays: Sequence[int], now: datetime
+) -> NextState:
+    """Where attempt number ``attempt`` leaves its row: completed, failed for good, or waiting ``delays`` for the
+    next of ``max_attempts``. A job's and an event delivery's (event_endpoints) alike."""
     if outcome.delivered:
         return NextState.completed(attempts=attempt, at=now)
-    delay = _retry_delay(job, attempt=attempt, outcome=outcome)
+    delay = _retry_delay(outcome, attempt=attempt, max_attempts=max_attempts, delays=delays)
     if delay is None:
         return NextState.failed(attempts=attempt, at=now, error=outcome.error_message)
     due = now + timedelta(seconds=delay)
@@ -180,8 +197,10 @@ def _next_state(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetim
     )
 
 
-def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> str | None:
-    """Writes the attempt's log and the job's next state, if this worker still holds the lease.
+def job_record_attempt(*, job: Job, outcome: AttemptOutcome, emits_events: bool = False) -> str | None:
+    """Writes the attempt's log and the job's next state, if this worker still holds the lease; with
+    ``emits_events`` (the account has event endpoints), a job that this attempt finishes emits its event in the
+    same transaction (docs/event-endpoints.md).
 
     Returns the job's status after the attempt, or None when the lease was lost and nothing was written.
     """
@@ -200,9 +219,13 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome) -> str | None:
         provider_message_id=outcome.provider_message_id,
         created_at=now,
     )
-    if not store.record_attempt(job, next_state=next_state, log=log):
-        logger.warning("Job %s: lease lost during attempt %s; result not recorded", job.id, attempt)
-        return None
+    emitting = emits_events and next_state.finished
+    with transaction.atomic() if emitting else nullcontext():
+        if not store.record_attempt(job, next_state=next_state, log=log):
+            logger.warning("Job %s: lease lost during attempt %s; result not recorded", job.id, attempt)
+            return None
+        if emitting:
+            job_finished_emit(job, next_state)
     if next_state.next_attempt_at is not None:
         delay = (next_state.next_attempt_at - now).total_seconds()
         transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))

@@ -34,13 +34,23 @@ def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) 
     The job row is already committed, so the client's 202 stands: failing the request here
     would report a job as not accepted while it will be delivered.
     """
+    if not task_publish(DELIVER_TASK, str(job_id), priority=BROKER_PRIORITY[priority], countdown=countdown):
+        logger.warning("Broker unreachable; job %s will be re-sent by the sweeper", job_id)
+        _leave_to_the_sweeper(job_id, countdown=countdown)
+
+
+def task_publish(task: str, argument: str, *, priority: int, countdown: float | None = None) -> bool:
+    """Sends ``task`` with its one argument at the broker's ``priority`` (0 is consumed first); False, with the
+    broker's error logged, when the broker did not take it: the row the task names must then be found by a sweeper.
+    """
     connection, producer = _producer()
     try:
-        _publish(producer, job_id=job_id, priority=priority, countdown=countdown)
+        _publish(producer, task=task, argument=argument, priority=priority, countdown=countdown)
     except _broker_failures(connection) as error:
         _drop_producer()
-        logger.warning("Broker unreachable; job %s will be re-sent by the sweeper: %s", job_id, error)
-        _leave_to_the_sweeper(job_id, countdown=countdown)
+        logger.warning("Broker unreachable, %s(%s) not sent: %s", task, argument, error)
+        return False
+    return True
 
 
 def _leave_to_the_sweeper(job_id: UUID, *, countdown: float | None) -> None:
@@ -68,25 +78,23 @@ def queued_messages() -> int | None:
 
 
 # Off the framework's road: docs/departures.md, "kept-producer".
-def _publish(producer: Producer, *, job_id: UUID, priority: int, countdown: float | None) -> None:
-    """Publishes a Celery task message (protocol 2, built by Celery) for the job to the default queue.
+def _publish(producer: Producer, *, task: str, argument: str, priority: int, countdown: float | None) -> None:
+    """Publishes a Celery task message (protocol 2, built by Celery) to the default queue.
 
     What `app.send_task` does for this one task, without its per-call work: a producer taken
     from the pool and given back, routing, queue declaration and configuration lookups
     (docs/departures.md). The message is Celery's own, built by ``app.amqp``, so any worker reads it.
     """
     task_id = str(uuid4())
-    args = (str(job_id),)
-    message = app.amqp.as_task_v2(
-        task_id, DELIVER_TASK, args=args, countdown=countdown, argsrepr=repr(args), kwargsrepr="{}"
-    )
+    args = (argument,)
+    message = app.amqp.as_task_v2(task_id, task, args=args, countdown=countdown, argsrepr=repr(args), kwargsrepr="{}")
     queue, retry_policy = _publish_settings()
     producer.publish(
         message.body,
         exchange="",
         routing_key=queue,
         headers=message.headers,
-        priority=BROKER_PRIORITY[priority],
+        priority=priority,
         serializer="json",
         retry=True,
         retry_policy=retry_policy,

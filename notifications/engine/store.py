@@ -28,6 +28,7 @@ from accounts.selectors import current_period
 from accounts.services import usage_consume
 from core import sql
 from core.errors import DuplicateRequest
+from event_endpoints.models import EventEndpoint
 from notifications.engine.transitions import NextState
 from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobType
 from suppressions.models import Suppression
@@ -49,6 +50,8 @@ class Claim:
     account_usable: bool
     # Why an email's recipient is on the account's suppression list, or None (docs/suppressions.md).
     suppressed_for: str | None
+    # Whether the account has event endpoints: a job it finishes then emits its event (docs/event-endpoints.md).
+    emits_events: bool
 
 
 # Off the framework's road: docs/departures.md, "raw-sql-job-store".
@@ -129,7 +132,8 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
     """Takes the job for one attempt: pending, or processing with its lock over by ``claimable_until``.
 
     One statement claims the row and returns it with the account's encrypted signing secrets, whether the account
-    may still send and, for an email, why its recipient is suppressed: the attempt asks the database nothing more.
+    may still send, for an email why its recipient is suppressed, and whether the account has event endpoints: the
+    attempt asks the database nothing more.
     The secrets come as one text, space-separated, from one read of their row: a Fernet token is URL-safe base64,
     which holds no space.
     Should this worker die, the sweeper re-sends the task once the lease is over.
@@ -151,12 +155,13 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         row = cursor.fetchone()
     if row is None:
         return None
-    *job_columns, encrypted_signing_secrets, account_usable, suppressed_for = row
+    *job_columns, encrypted_signing_secrets, account_usable, suppressed_for, emits_events = row
     return Claim(
         job=sql.from_row(Job, job_columns),
         encrypted_signing_secrets=tuple((encrypted_signing_secrets or "").split()),
         account_usable=bool(account_usable),
         suppressed_for=suppressed_for,
+        emits_events=bool(emits_events),
     )
 
 
@@ -176,6 +181,7 @@ def _claim_sql() -> str:
     suppressions, reason = sql.table(Suppression), sql.column(Suppression, "reason")
     suppressed_owner, suppressed_address = sql.column(Suppression, "account"), sql.column(Suppression, "email")
     job_type, destination = sql.column(Job, "type"), sql.column(Job, "destination")
+    endpoints, endpoint_owner = sql.table(EventEndpoint), sql.column(EventEndpoint, "account")
     return f"""
         UPDATE {jobs}
         SET {status} = %s, {started_at} = COALESCE({started_at}, %s), {locked_until} = %s, {next_attempt_at} = NULL,
@@ -189,11 +195,12 @@ def _claim_sql() -> str:
              FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner}),
             (SELECT {suppressions}.{reason} FROM {suppressions}
              WHERE {suppressions}.{suppressed_owner} = {jobs}.{owner}
-               AND {suppressions}.{suppressed_address} = {jobs}.{destination} AND {jobs}.{job_type} = %s)
+               AND {suppressions}.{suppressed_address} = {jobs}.{destination} AND {jobs}.{job_type} = %s),
+            EXISTS (SELECT 1 FROM {endpoints} WHERE {endpoints}.{endpoint_owner} = {jobs}.{owner})
     """
 
 
-def renew_lease(*, job_id: UUID, held_until: datetime | None, until: datetime) -> bool:
+def renew_lease(job_id: UUID, *, held_until: datetime | None, until: datetime) -> bool:
     """Moves the end of a claim's lease, and the sweeper's time with it, to ``until``; False if the lease that ends
     at ``held_until`` is no longer the job's (it ran out and another worker claimed the job)."""
     held = Job.objects.filter(id=job_id, status=JobStatus.PROCESSING, locked_until=held_until)
@@ -282,13 +289,18 @@ def _record_attempt_sql(*, tallied: bool) -> str:
 
 def take_due_for_requeue(*, now: datetime, next_requeue_at: datetime, batch_size: int) -> Sequence[tuple[UUID, int]]:
     """Unfinished jobs whose requeue time has passed, as (id, priority), each pushed to ``next_requeue_at``."""
-    due = list(
-        Job.objects.filter(requeue_at__lte=now, status__in=UNFINISHED)
-        .order_by("requeue_at")
-        .values_list("id", "priority")[:batch_size]
-    )
+    unfinished = Job.objects.filter(status__in=UNFINISHED)
+    return take_due(unfinished, "id", "priority", now=now, next_requeue_at=next_requeue_at, batch_size=batch_size)
+
+
+def take_due(
+    unfinished: QuerySet[Any], *fields: str, now: datetime, next_requeue_at: datetime, batch_size: int
+) -> list[tuple[Any, ...]]:
+    """The rows of ``unfinished`` whose requeue time has passed, oldest first, as ``fields`` (the primary key
+    first), each pushed to ``next_requeue_at``: jobs, or event deliveries (event_endpoints)."""
+    due = list(unfinished.filter(requeue_at__lte=now).order_by("requeue_at").values_list(*fields)[:batch_size])
     if due:
-        Job.objects.filter(id__in=[job_id for job_id, _ in due], requeue_at__lte=now).update(requeue_at=next_requeue_at)
+        unfinished.filter(pk__in=[row[0] for row in due], requeue_at__lte=now).update(requeue_at=next_requeue_at)
     return due
 
 

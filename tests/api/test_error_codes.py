@@ -35,6 +35,7 @@ from accounts.services import (
 from core.api.exceptions import error_status
 from core.errors import CodedError
 from domains.models import DomainStatus, SenderDomain
+from event_endpoints.services import endpoint_create
 from notifications.models import JobType
 from notifications.services import platform_email_send, webhook_test_send
 from providers.base import CredentialRefused, ProviderError
@@ -397,6 +398,19 @@ def address_suppressed_twice(request: pytest.FixtureRequest) -> Any:
 @answers("suppression_not_found", 404, "Suppression not found")
 def removal_of_an_address_not_suppressed(request: pytest.FixtureRequest) -> Any:
     return client(request).delete("/api/v1/suppressions/ada@example.com")
+
+
+@answers("event_endpoint_limit", 409, "An account may have at most 5 event endpoints. Delete one first.")
+def a_sixth_event_endpoint(request: pytest.FixtureRequest) -> Any:
+    free = client(request)
+    for _ in range(5):
+        endpoint_create(account=free.account, url="https://hooks.example.com/events", events=["job.failed"])
+    return free.post("/api/v1/event-endpoints", {"url": "https://hooks.example.com/events", "events": ["job.failed"]})
+
+
+@answers("event_endpoint_not_found", 404, "Event endpoint not found")
+def deletion_of_an_unknown_event_endpoint(request: pytest.FixtureRequest) -> Any:
+    return client(request).delete(f"/api/v1/event-endpoints/{uuid.uuid4()}")
 
 
 @answers("job_not_retryable", 404, "Job not found or cannot be retried (must be in failed status)")

@@ -51,6 +51,10 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/suppressions", "get"): (KEY_ONLY, EVERY_CALLER),
     ("/api/v1/suppressions", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
     ("/api/v1/suppressions/{email}", "delete"): (KEY_ONLY, EVERY_CALLER | {404}),
+    ("/api/v1/event-endpoints", "get"): (KEY_ONLY, EVERY_CALLER),
+    ("/api/v1/event-endpoints", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
+    ("/api/v1/event-endpoints/{endpoint_id}", "delete"): (KEY_ONLY, EVERY_CALLER | {404}),
+    ("/api/v1/event-endpoints/{endpoint_id}/deliveries", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/user/usage", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/dashboard", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/jobs", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
@@ -80,6 +84,7 @@ REQUEST_BODIES = {
     ),
     ("/api/v1/user/domain/request", "post"): ("DomainRequest", {"domain"}, {"domain"}),
     ("/api/v1/suppressions", "post"): ("SuppressionRequest", {"email"}, {"email"}),
+    ("/api/v1/event-endpoints", "post"): ("EventEndpointRequest", {"url", "events"}, {"url", "events"}),
 }
 PROVIDERS = ["SENDGRID", "RESEND", "POSTMARK"]
 JOB_TYPES = ["email", "webhook"]

@@ -23,7 +23,7 @@ def bounced(client: Client, *emails: str) -> list[Suppression]:
     """The account's email to each address hard-bounced at SendGrid, as the provider-event receivers record it."""
     job = FailedJobFactory(account=client.account, type="email")
     reported = [Reported(email, SuppressionReason.HARD_BOUNCE, "SENDGRID", job.id) for email in emails]
-    suppressions_record(account=client.account, reported=reported)
+    suppressions_record(account=client.account, reported=reported, emits_events=False)
     return list(Suppression.objects.filter(account=client.account, email__in=emails))
 
 

@@ -1,0 +1,16 @@
+"""One page of a list, as every list endpoint and dashboard table numbers them."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from django.db.models import Model, QuerySet
+
+ModelT = TypeVar("ModelT", bound=Model)
+
+
+def page_rows(rows: QuerySet[ModelT, Any], *, page: int, limit: int) -> tuple[list[ModelT], int]:
+    """Page ``page`` (from 1) of ``limit`` rows of the ordered ``rows``, and how many rows there are in all: two
+    queries whatever the page size."""
+    offset = (page - 1) * limit
+    return list(rows[offset : offset + limit]), rows.count()

@@ -1,0 +1,153 @@
+"""Delivering an event to an endpoint: claimed, attempted, recorded and swept as a webhook job is
+(docs/delivery-engine.md), with the same client, address rules, signatures, attempts and delays.
+
+The database is the source of truth: a task only names a delivery, and whoever claims it with a conditional
+UPDATE sends it; the sweeper re-sends the tasks the broker lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timedelta
+from functools import partial
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from accounts.authentication import INACTIVE_ACCOUNT_MESSAGE
+from accounts.selectors import signing_secrets_get
+from core.api.envelope import iso_utc
+from core.unavailable import DATABASE_FAULTS
+from event_endpoints.models import EventDelivery, EventDeliveryStatus
+from event_endpoints.queue import UNFINISHED, event_deliveries_enqueue
+from notifications.delivery.http import stored_url
+from notifications.delivery.outcome import AttemptOutcome
+from notifications.delivery.webhook import build_headers, send
+from notifications.delivery.wire import json_bytes
+from notifications.engine import store
+from notifications.engine.lease import lease_length, renewer
+from notifications.engine.processing import (
+    CLAIM_TOLERANCE,
+    WORKER_DEATHS_ALLOWED,
+    ClaimUnavailable,
+    next_state_after,
+    record_within_lease,
+)
+from notifications.models import MAX_ATTEMPTS
+
+logger = logging.getLogger(__name__)
+
+
+def event_delivery_process(*, delivery_id: UUID) -> None:
+    """Runs one attempt of the delivery if this worker can claim it; otherwise does nothing.
+
+    Raises ClaimUnavailable when the database cannot be reached for the claim.
+    """
+    try:
+        delivery = _claim(delivery_id)
+    except DATABASE_FAULTS as error:
+        connection.close()
+        raise ClaimUnavailable(str(error)) from error
+    if delivery is None:
+        return
+    with renewer.held(delivery, partial(_renew_lease, delivery.id)) as lease:
+        outcome = _stopped(delivery) or _attempt(delivery)
+        record_within_lease(lease, lambda: _record(delivery, outcome), name=f"Event delivery {delivery.id}")
+
+
+def _claim(delivery_id: UUID) -> EventDelivery | None:
+    """Takes the delivery for one attempt, as `notifications.engine.store.claim` takes a job, with its event,
+    endpoint and account; None when it is not claimable (taken, finished, waiting, or its endpoint deleted)."""
+    now = timezone.now()
+    lease_until = now + lease_length()
+    claimable = Q(status=EventDeliveryStatus.PENDING) | Q(
+        status=EventDeliveryStatus.PROCESSING, locked_until__lte=now + CLAIM_TOLERANCE
+    )
+    claimed = EventDelivery.objects.filter(claimable, id=delivery_id).update(
+        status=EventDeliveryStatus.PROCESSING,
+        locked_until=lease_until,
+        requeue_at=lease_until,
+        next_attempt_at=None,
+        claims=F("claims") + 1,
+    )
+    if not claimed:
+        return None
+    return EventDelivery.objects.select_related("event", "endpoint__account").filter(id=delivery_id).first()
+
+
+def _renew_lease(delivery_id: UUID, *, held_until: datetime | None, until: datetime) -> bool:
+    held = EventDelivery.objects.filter(id=delivery_id, status=EventDeliveryStatus.PROCESSING, locked_until=held_until)
+    return held.update(locked_until=until, requeue_at=until) == 1
+
+
+def _stopped(delivery: EventDelivery) -> AttemptOutcome | None:
+    """The failure of a delivery that must not be attempted at all; None when it may be."""
+    if delivery.claims - delivery.attempts - 1 >= WORKER_DEATHS_ALLOWED:
+        return AttemptOutcome.failure(
+            f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt", retryable=False
+        )
+    if not delivery.endpoint.account.is_usable:
+        return AttemptOutcome.failure(INACTIVE_ACCOUNT_MESSAGE, retryable=False)
+    return None
+
+
+def _attempt(delivery: EventDelivery) -> AttemptOutcome:
+    event, endpoint = delivery.event, delivery.endpoint
+    body = json_bytes(
+        {"id": str(event.id), "type": event.type, "createdAt": iso_utc(event.created_at), "data": event.data}
+    )
+    try:
+        headers = build_headers(
+            webhook_id=str(event.id),
+            attempt=delivery.attempts + 1,
+            custom={},
+            body=body,
+            secrets=signing_secrets_get(account_id=endpoint.account_id),
+            now=int(time.time()),
+        )
+        return send("POST", stored_url(endpoint.url, endpoint.url_credentials), body=body, headers=headers)
+    except Exception:
+        # A bug must not leave the delivery stuck.
+        logger.exception("Event delivery %s crashed", delivery.id)
+        return AttemptOutcome.failure("Internal error while delivering; will retry", retryable=True)
+
+
+def _record(delivery: EventDelivery, outcome: AttemptOutcome) -> bool:
+    """Writes the attempt's outcome if this worker still holds the lease; False, writing nothing, if not."""
+    now = timezone.now()
+    attempt = delivery.attempts + 1
+    next_state = next_state_after(
+        outcome, attempt=attempt, max_attempts=MAX_ATTEMPTS, delays=settings.WEBHOOK_RETRY_DELAYS, now=now
+    )
+    held = EventDelivery.objects.filter(
+        id=delivery.id, status=EventDeliveryStatus.PROCESSING, locked_until=delivery.locked_until
+    )
+    if not held.update(
+        **next_state.columns(), response_status=outcome.response_status, duration_ms=outcome.duration_ms
+    ):
+        logger.warning("Event delivery %s: lease lost during attempt %s; result not recorded", delivery.id, attempt)
+        return False
+    if next_state.next_attempt_at is not None:
+        delay = (next_state.next_attempt_at - now).total_seconds()
+        transaction.on_commit(lambda: event_deliveries_enqueue([delivery.id], countdown=delay))
+    return True
+
+
+def event_deliveries_sweep(*, batch_size: int = 1000) -> int:
+    """Re-sends the tasks of unfinished deliveries whose requeue time has passed; returns how many."""
+    now = timezone.now()
+    due = store.take_due(
+        EventDelivery.objects.filter(status__in=UNFINISHED),
+        "id",
+        now=now,
+        next_requeue_at=now + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS),
+        batch_size=batch_size,
+    )
+    event_deliveries_enqueue([delivery_id for (delivery_id,) in due])
+    if due:
+        logger.info("Sweeper re-sent %d event deliveries", len(due))
+    return len(due)

@@ -1,0 +1,43 @@
+"""Handing event deliveries to the broker, behind every job: a send is never held up by the events about others."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from django.utils import timezone
+
+from core.unavailable import DATABASE_FAULTS
+from event_endpoints.models import EventDelivery, EventDeliveryStatus
+from notifications.engine.queue import task_publish
+
+logger = logging.getLogger(__name__)
+
+DELIVER_EVENT_TASK = "event_endpoints.deliver_event"
+# The broker's last priority step (notifications.engine.queue.BROKER_PRIORITY): workers take every waiting job
+# before an event delivery, so emitting events does not slow the jobs that cause them (docs/event-endpoints.md).
+EVENT_BROKER_PRIORITY = 9
+UNFINISHED = [EventDeliveryStatus.PENDING, EventDeliveryStatus.PROCESSING]
+
+
+def event_deliveries_enqueue(delivery_ids: Sequence[UUID], *, countdown: float | None = None) -> None:
+    """Sends each delivery's task; those the broker does not take are due for the sweeper at once instead."""
+    unsent = [
+        delivery_id
+        for delivery_id in delivery_ids
+        if not task_publish(DELIVER_EVENT_TASK, str(delivery_id), priority=EVENT_BROKER_PRIORITY, countdown=countdown)
+    ]
+    if unsent:
+        _leave_to_the_sweeper(unsent, publish_at=timezone.now() + timedelta(seconds=countdown or 0))
+
+
+def _leave_to_the_sweeper(delivery_ids: list[UUID], *, publish_at: datetime) -> None:
+    """The sweeper's first tick from ``publish_at``, when their tasks were due, sends them."""
+    unfinished = EventDelivery.objects.filter(id__in=delivery_ids, status__in=UNFINISHED)
+    try:
+        unfinished.update(requeue_at=publish_at)
+    except DATABASE_FAULTS as error:
+        # Their requeue time, set when they were stored, still brings them back, later.
+        logger.warning("%d event deliveries not marked for the sweeper: %s", len(delivery_ids), error)

@@ -1,0 +1,30 @@
+"""Celery tasks of event deliveries: each loads nothing itself and calls one service."""
+
+from __future__ import annotations
+
+import logging
+from uuid import UUID
+
+from celery import Task, shared_task
+
+from event_endpoints.delivery import event_deliveries_sweep, event_delivery_process
+from event_endpoints.queue import DELIVER_EVENT_TASK
+from notifications.engine.processing import ClaimUnavailable
+from notifications.tasks import CLAIM_RETRY_MAX_SECONDS
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name=DELIVER_EVENT_TASK, bind=True, max_retries=None)
+def deliver_event(self: Task, delivery_id: str) -> None:
+    try:
+        event_delivery_process(delivery_id=UUID(delivery_id))
+    except ClaimUnavailable as error:
+        # As a job's task does (notifications.tasks.deliver_job): run again as soon as the database answers.
+        logger.warning("Event delivery %s: database unavailable for the claim, trying again: %s", delivery_id, error)
+        raise self.retry(countdown=min(1 + self.request.retries, CLAIM_RETRY_MAX_SECONDS)) from error
+
+
+@shared_task(name="event_endpoints.sweep_deliveries")
+def sweep_event_deliveries() -> int:
+    return event_deliveries_sweep()
