@@ -33,6 +33,10 @@ class Account(models.Model):
     email_confirmed_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Whether the account has an event endpoint, kept by event_endpoints as endpoints come and go: a job's claim
+    # and a provider's events read it with the account, so an account without endpoints announces nothing
+    # (docs/event-endpoints.md). The database's default lets the release before it go on inserting accounts.
+    has_event_endpoints = models.BooleanField(default=False, db_default=False)
 
     def __str__(self) -> str:
         return f"{self.user.email} ({self.plan})"

@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Account
-from notifications.fields import JSONTextField
+from core.model_fields import JSONTextField
 
 # The most endpoints one account may have: each event is one delivery per subscribed endpoint.
 ENDPOINTS_PER_ACCOUNT = 5

@@ -7,11 +7,11 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from core.api.fields import IsoDateTimeField, OneOfField, StrictField
+from core.api.fields import HttpsUrlField, IsoDateTimeField, OneOfField, StrictField
 from core.api.pages import PaginationSerializer
 from core.api.serializers import RequestSerializer
 from event_endpoints.models import EventDeliveryStatus, EventType
-from notifications.serializers import WebhookUrlField
+from notifications.delivery.http import is_refused_target
 
 EVENT_TYPES_TEXT = ", ".join(f"`{event_type}`" for event_type in EventType.values)
 
@@ -36,7 +36,7 @@ class EventTypesField(StrictField):
 # (Comments, not docstrings, on the output serializers: drf-spectacular shows docstrings to API clients.)
 @extend_schema_serializer(component_name="EventEndpointRequest")
 class EventEndpointRequestSerializer(RequestSerializer):
-    url = WebhookUrlField()
+    url = HttpsUrlField(refused=is_refused_target)
     events = EventTypesField()
 
 

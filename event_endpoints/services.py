@@ -7,40 +7,23 @@ delivery's task goes out once that transaction commits; one the broker does not 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Account
-from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import EventEndpointLimit
-from event_endpoints.models import ENDPOINTS_PER_ACCOUNT, Event, EventDelivery, EventEndpoint, EventType
+from core.signals import AccountEvent
+from event_endpoints.models import ENDPOINTS_PER_ACCOUNT, Event, EventDelivery, EventEndpoint
 from event_endpoints.queue import event_deliveries_enqueue
 from notifications.delivery.http import split_credentials
-from notifications.engine.transitions import NextState
-from notifications.models import Job, JobStatus
-from notifications.serializers import JobSlimSerializer
-from providers.names import EmailEventType
-from suppressions.models import Suppression
-from suppressions.serializers import SuppressionSerializer
 
 
-@dataclass(frozen=True)
-class Emitted:
-    """An event about to be stored: its type and the ``data`` its receivers get."""
-
-    type: EventType
-    data: dict[str, Any]
-
-
-def events_emit(*, account_id: int, emitted: Sequence[Emitted]) -> list[EventDelivery]:
+def events_emit(*, account_id: int, emitted: Sequence[AccountEvent]) -> list[EventDelivery]:
     """Stores the events that an endpoint of the account is subscribed to, and their deliveries, in the caller's
     transaction (or one of their own); returns the deliveries. An event no endpoint receives is not stored."""
     endpoints = list(EventEndpoint.objects.filter(account_id=account_id)) if emitted else []
@@ -67,54 +50,9 @@ def events_emit(*, account_id: int, emitted: Sequence[Emitted]) -> list[EventDel
     return deliveries
 
 
-def job_finished_emit(job: Job, finished: NextState) -> None:
-    """``job.completed`` or ``job.failed`` for a job that ``finished`` ends; its data is the job as the jobs list
-    shows it then."""
-    data = JobSlimSerializer(_with_state(job, finished)).data
-    event_type = EventType.JOB_COMPLETED if finished.status == JobStatus.COMPLETED else EventType.JOB_FAILED
-    events_emit(account_id=job.account_id, emitted=[Emitted(event_type, dict(data))])
-
-
-@dataclass(frozen=True)
-class EmailEventEmitted:
-    """A provider's event about one of the account's emails, newly stored."""
-
-    type: EmailEventType
-    job_id: uuid.UUID
-    recipient: str
-    provider: str
-    occurred_at: datetime
-
-
-def email_events_emit(*, account_id: int, stored: Sequence[EmailEventEmitted]) -> None:
-    """``email.<type>`` for each newly stored provider event (docs/inbound-events.md names the types)."""
-    emitted = [
-        Emitted(
-            EventType(f"email.{event.type.lower()}"),
-            {
-                "jobId": str(event.job_id),
-                "recipient": event.recipient,
-                "provider": event.provider,
-                "occurredAt": iso_utc(event.occurred_at),
-            },
-        )
-        for event in stored
-    ]
-    events_emit(account_id=account_id, emitted=emitted)
-
-
-def suppressions_created_emit(*, account_id: int, created: Sequence[Suppression]) -> None:
-    """``suppression.created`` for each address newly on the list; its data is the address as the list shows it."""
-    emitted = [Emitted(EventType.SUPPRESSION_CREATED, dict(SuppressionSerializer(row).data)) for row in created]
-    events_emit(account_id=account_id, emitted=emitted)
-
-
-def _with_state(job: Job, state: NextState) -> Job:
-    """A copy of ``job`` in ``state``: ``job`` itself keeps the state its caller knows."""
-    copy = Job(**{field.attname: getattr(job, field.attname) for field in Job._meta.concrete_fields})
-    for name, value in state.columns().items():
-        setattr(copy, name, value)
-    return copy
+def announced_store(*, account_id: int, events: Sequence[AccountEvent], **_: object) -> None:
+    """The receiver of core.signals.account_events: stores what an app announced, as `events_emit` does."""
+    events_emit(account_id=account_id, emitted=events)
 
 
 def endpoint_create(*, account: Account, url: str, events: Sequence[str]) -> EventEndpoint:
@@ -127,14 +65,24 @@ def endpoint_create(*, account: Account, url: str, events: Sequence[str]) -> Eve
         events=list(dict.fromkeys(events)),
     )
     with transaction.atomic():
-        # The account's row, locked, serialises its endpoint creations: two at once cannot both be the fifth.
-        Account.objects.select_for_update().filter(pk=account.pk).first()
+        _lock_endpoints_of(account)
         if EventEndpoint.objects.filter(account=account).count() >= ENDPOINTS_PER_ACCOUNT:
             raise EventEndpointLimit()
         endpoint.save(force_insert=True)
+        Account.objects.filter(pk=account.pk).update(has_event_endpoints=True)
     return endpoint
 
 
 def endpoint_delete(endpoint: EventEndpoint) -> None:
     """Deletes the endpoint with its deliveries: a task on its way for one of them claims nothing."""
-    endpoint.delete()
+    with transaction.atomic():
+        _lock_endpoints_of(endpoint.account)
+        endpoint.delete()
+        remaining = EventEndpoint.objects.filter(account=endpoint.account).exists()
+        Account.objects.filter(pk=endpoint.account_id).update(has_event_endpoints=remaining)
+
+
+def _lock_endpoints_of(account: Account) -> None:
+    """Locks the account's row until the transaction ends: changes to its endpoints then take turns, so two at once
+    cannot both add the fifth, nor leave ``has_event_endpoints`` saying what is no longer so."""
+    Account.objects.select_for_update().filter(pk=account.pk).first()

@@ -9,8 +9,7 @@ from celery import Task, shared_task
 
 from event_endpoints.delivery import event_deliveries_sweep, event_delivery_process
 from event_endpoints.queue import DELIVER_EVENT_TASK
-from notifications.engine.processing import ClaimUnavailable
-from notifications.tasks import CLAIM_RETRY_MAX_SECONDS
+from notifications.engine.processing import CLAIM_RETRY_MAX_SECONDS, ClaimUnavailable
 
 logger = logging.getLogger(__name__)
 

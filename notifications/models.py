@@ -7,7 +7,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Account
-from notifications.fields import JSONTextField
+from core.model_fields import JSONTextField
 from providers.names import ProviderName
 
 MAX_ATTEMPTS = 3

@@ -1,18 +1,15 @@
-"""Job and delivery-log output shapes, camelCase on the wire, and the webhook URL field."""
+"""Job and delivery-log output shapes, camelCase on the wire."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from core.api.envelope import iso_utc
-from core.api.fields import HttpsUrlField, IsoDateTimeField, OneOfField
+from core.api.fields import IsoDateTimeField, OneOfField
 from core.api.pages import PaginationSerializer
-from core.errors import UrlNotPublic
-from notifications.delivery.http import is_local_target
 from notifications.models import Job, JobStatus, JobType, Priority
 from notifications.selectors import job_payload_for_owner
 from providers.names import EmailEventType, ProviderName
@@ -23,17 +20,6 @@ JOB_FIELD_CHOICES: dict[str, list[str] | list[int]] = {
     "status": JobStatus.values,
     "priority": Priority.values,
 }
-
-
-class WebhookUrlField(HttpsUrlField):
-    """An HTTPS URL that a webhook may go to: none that the URL itself shows to be local (docs/rules.md, "Webhooks").
-    A name that resolves to a local address is refused at delivery instead."""
-
-    def to_internal_value(self, data: Any) -> str:
-        url = super().to_internal_value(data)
-        if not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS and is_local_target(url):
-            raise serializers.ValidationError(UrlNotPublic.message)
-        return url
 
 
 def job_enum_field(name: str) -> OneOfField:

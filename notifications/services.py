@@ -18,8 +18,7 @@ from accounts.selectors import signing_secrets_get
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import EmailNotSent, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
-from event_endpoints.services import job_finished_emit
-from notifications.delivery.http import is_local_target, split_credentials
+from notifications.delivery.http import is_refused_target, split_credentials
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import build_headers
 from notifications.delivery.webhook import send as send_webhook
@@ -30,6 +29,7 @@ from notifications.engine.queue import job_enqueue
 from notifications.engine.transitions import NextState
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobStatus, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
+from notifications.outcomes import job_finished_announce
 from notifications.routing import email_needs_provider_key, email_routing_check, platform_routes, platform_sender
 from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
@@ -168,7 +168,7 @@ def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
     failure = NextState.failed(attempts=1, at=now, error=error)
     with transaction.atomic():
         store.insert_failed(job, failure=failure, log=log)
-        job_finished_emit(job, failure)
+        job_finished_announce(job, failure)
     job_failed_on_arrival(job)
     return job
 
@@ -310,7 +310,7 @@ class WebhookTestResult:
 def webhook_test_send(*, account: Account, url: str) -> WebhookTestResult:
     """Sends a sample event to ``url`` now, as a job's delivery would go: the same client and
     address rules, signed with the account's secret. No job is stored and no quota is spent."""
-    if not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS and is_local_target(url):
+    if is_refused_target(url):
         raise UrlNotPublic()
     sent_at = timezone.now()
     webhook_id = f"test_{uuid.uuid4().hex}"

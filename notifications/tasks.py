@@ -10,14 +10,11 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from notifications.engine.processing import ClaimUnavailable, job_process, jobs_sweep
+from notifications.engine.processing import CLAIM_RETRY_MAX_SECONDS, ClaimUnavailable, job_process, jobs_sweep
 from notifications.engine.queue import DELIVER_TASK
 from notifications.services import finished_jobs_purge
 
 logger = logging.getLogger(__name__)
-
-# A task whose claim met a database that did not answer runs again after 1, 2, ... seconds, at most this.
-CLAIM_RETRY_MAX_SECONDS = 5
 
 
 @shared_task(name=DELIVER_TASK, bind=True, max_retries=None)

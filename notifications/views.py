@@ -15,6 +15,7 @@ from core.api.fields import (
     EMAIL_SCHEMA,
     EmailAddressField,
     HeadersField,
+    HttpsUrlField,
     JsonObjectField,
     OneOfField,
     PositiveIntegerParamField,
@@ -51,6 +52,7 @@ from core.errors import (
     SendingDomainPending,
     SendingDomainRequired,
 )
+from notifications.delivery.http import is_refused_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType, Priority
 from notifications.secret_headers import SECRET_NAME_PARTS
@@ -61,7 +63,6 @@ from notifications.serializers import (
     JobDetailSerializer,
     JobPageSchema,
     JobPageSerializer,
-    WebhookUrlField,
     job_accepted,
     job_enum_field,
 )
@@ -264,7 +265,7 @@ class SendEmailView(SendView):
 class SendWebhookView(SendView):
     @extend_schema_serializer(component_name="WebhookRequest")
     class InputSerializer(RequestSerializer):
-        url = WebhookUrlField()
+        url = HttpsUrlField(refused=is_refused_target)
         payload = JsonObjectField()
         method = OneOfField(choices=WEBHOOK_METHODS, required=False)
         headers = HeadersField(required=False)

@@ -18,6 +18,7 @@ from django.db.models import Q
 
 from accounts.models import ProviderKey, SigningSecret
 from core.crypto import reencrypt
+from event_endpoints.models import EventEndpoint
 from notifications.models import Job
 from webhooks_inbound.models import TrackingCredentials
 
@@ -34,6 +35,7 @@ ENCRYPTED_COLUMNS: list[Column] = [
     (Job, "url_credentials"),
     (Job, "secret_headers"),
     (TrackingCredentials, "encrypted_resend_secret"),
+    (EventEndpoint, "url_credentials"),
 ]
 
 

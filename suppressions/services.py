@@ -10,9 +10,10 @@ from django.db import IntegrityError, transaction
 
 from accounts.models import Account
 from core.errors import AddressSuppressed, SuppressionNotFound
-from event_endpoints.services import suppressions_created_emit
+from core.signals import AccountEvent, announce
 from suppressions.models import Suppression, SuppressionReason
 from suppressions.selectors import normalized_address
+from suppressions.serializers import SuppressionSerializer
 
 
 def suppressed_message(reason: str) -> str:
@@ -26,7 +27,7 @@ def suppression_add(*, account: Account, email: str) -> Suppression:
     try:
         with transaction.atomic():
             suppression.save(force_insert=True)
-            suppressions_created_emit(account_id=account.pk, created=[suppression])
+            _created_announce(account, [suppression])
     except IntegrityError:
         raise AddressSuppressed() from None
     return suppression
@@ -70,4 +71,10 @@ def suppressions_record(*, account: Account, reported: Sequence[Reported], emits
     listed = set(Suppression.objects.filter(account=account, email__in=list(rows)).values_list("email", flat=True))
     created = [row for email, row in rows.items() if email not in listed]
     Suppression.objects.bulk_create(created, ignore_conflicts=True)
-    suppressions_created_emit(account_id=account.pk, created=created)
+    _created_announce(account, created)
+
+
+def _created_announce(account: Account, created: Sequence[Suppression]) -> None:
+    """``suppression.created`` for each address newly on the list, as the list shows it (docs/event-endpoints.md)."""
+    events = [AccountEvent("suppression.created", dict(SuppressionSerializer(row).data)) for row in created]
+    announce(account_id=account.pk, events=events)

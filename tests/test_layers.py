@@ -14,13 +14,26 @@ SHELL, CORE, PROVIDERS = "notifyhub", "core", "providers"
 # they use only accounts (``--account`` finds the signing secret to check with). What listen tells the webhook client
 # goes through a file the settings name (WEBHOOK_LOCAL_TARGET_FILE), never an import either way.
 DEVTOOLS, DEVTOOLS_USE = "devtools", {"accounts"}
-APPS = ("accounts", "notifications", "domains", "webhooks_inbound", "suppressions", "dashboard", "staff", DEVTOOLS)
+APPS = (
+    "accounts",
+    "notifications",
+    "domains",
+    "webhooks_inbound",
+    "suppressions",
+    "event_endpoints",
+    "dashboard",
+    "staff",
+    DEVTOOLS,
+)
 LAYER = {SHELL: 0, **dict.fromkeys(APPS, 1), CORE: 2, PROVIDERS: 3}
 # What one app may take from another: its models and what it does, never how it speaks HTTP.
 # (``management``: the operators' commands find an account by email the same way in every app; ``routing``: the
 # dashboard names the platform's sender as the send API decides it.)
 APP_MODULES_SHARED = {"models", "services", "selectors", "routing", "plans", "access", "authentication", "throttle"}
 APP_MODULES_SHARED |= {"management"}
+# (``engine``, ``delivery``: an event endpoint's deliveries are claimed, leased, retried and sent as webhook jobs are,
+# by the same code, docs/event-endpoints.md.)
+APP_MODULES_SHARED |= {"engine", "delivery"}
 
 
 def _import_statements(package: str) -> Iterator[tuple[Path, ast.Import | ast.ImportFrom]]:

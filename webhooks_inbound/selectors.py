@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from django.db import connection
 from django.urls import reverse
@@ -9,7 +8,6 @@ from django.urls import reverse
 from accounts.models import Account
 from core import sql
 from core.public_url import public_url
-from event_endpoints.models import EventEndpoint
 from providers.names import ProviderName
 from webhooks_inbound.models import TrackingCredentials
 
@@ -21,9 +19,7 @@ RECEIVER_SLUGS = {ProviderName.POSTMARK: "postmark", ProviderName.SENDGRID: "sen
 # statement: compiling the ORM's select_related cost more than running it (docs/departures.md).
 # Off the framework's road: docs/departures.md, "raw-sql-receivers".
 RECEIVING_ACCOUNT_SQL = f"""
-    SELECT {sql.columns(Account, "a")}, {sql.columns(TrackingCredentials, "c")},
-        EXISTS (SELECT 1 FROM {sql.table(EventEndpoint)} e
-                WHERE e.{sql.column(EventEndpoint, "account")} = a.{sql.column(Account, "id")})
+    SELECT {sql.columns(Account, "a")}, {sql.columns(TrackingCredentials, "c")}
     FROM {sql.table(Account)} a
     LEFT JOIN {sql.table(TrackingCredentials)} c
         ON c.{sql.column(TrackingCredentials, "account")} = a.{sql.column(Account, "id")}
@@ -31,18 +27,8 @@ RECEIVING_ACCOUNT_SQL = f"""
 """
 
 
-@dataclass(frozen=True)
-class Receiving:
-    """The account a receiver URL names, its credentials, and whether it has event endpoints to tell."""
-
-    account: Account
-    credentials: TrackingCredentials | None
-    has_event_endpoints: bool
-
-
-def receiving_account(*, customer_id: str) -> Receiving | None:
-    """The account a receiver URL names by its public id, its credentials, and whether it has event endpoints;
-    a deleted account is none."""
+def receiving_account(*, customer_id: str) -> tuple[Account, TrackingCredentials | None] | None:
+    """The account a receiver URL names by its public id, and its credentials; a deleted account is none."""
     try:
         public_id = uuid.UUID(customer_id)
     except ValueError:
@@ -52,10 +38,9 @@ def receiving_account(*, customer_id: str) -> Receiving | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    *columns, has_event_endpoints = row
     split = len(Account._meta.concrete_fields)
-    credentials = sql.from_row(TrackingCredentials, columns[split:]) if columns[split] is not None else None
-    return Receiving(sql.from_row(Account, columns[:split]), credentials, bool(has_event_endpoints))
+    credentials = sql.from_row(TrackingCredentials, row[split:]) if row[split] is not None else None
+    return sql.from_row(Account, row[:split]), credentials
 
 
 def tracking_credentials_of(account: Account) -> TrackingCredentials | None:

@@ -15,9 +15,10 @@ from django.utils.crypto import salted_hmac
 from accounts.models import Account
 from accounts.services import confirmed_account_required
 from core import sql
+from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import ResendSecretInvalid, SendGridKeyInvalid, TrackingCredentialNotSettable
-from event_endpoints.services import EmailEventEmitted, email_events_emit
+from core.signals import AccountEvent, announce
 from notifications.models import DeliveryLog, Job
 from suppressions.services import Reported, suppressions_record
 from webhooks_inbound.events import ReportedEvent
@@ -123,12 +124,10 @@ INSERT_EVENTS_SQL = f"""
 """
 
 
-def events_record(
-    *, account: Account, provider: str, events: Sequence[ReportedEvent], ignored: int, emits_events: bool
-) -> Recorded:
+def events_record(*, account: Account, provider: str, events: Sequence[ReportedEvent], ignored: int) -> Recorded:
     """Stores each event under the account's job it names, once, and puts the recipient of each newly stored event
-    that means "never again" on the account's suppression list; with ``emits_events`` (the account has event
-    endpoints), emits each newly stored event and suppression. The whole batch in one transaction."""
+    that means "never again" on the account's suppression list; an account with event endpoints hears of each newly
+    stored event and suppression. The whole batch in one transaction."""
     job_ids = _job_ids(account, events)
     # By provider event id: a batch naming one event twice stores it once.
     placed: dict[str, tuple[ReportedEvent, uuid.UUID]] = {}
@@ -138,9 +137,10 @@ def events_record(
     with transaction.atomic():
         stored = _insert_new([_row(account, provider, job_id, event) for event, job_id in placed.values()])
         newly = [placed[key] for key in stored]
+        emits_events = account.has_event_endpoints
         suppressions_record(account=account, reported=_suppressing(provider, newly), emits_events=emits_events)
         if emits_events:
-            email_events_emit(account_id=account.pk, stored=_emitted(provider, newly))
+            announce(account_id=account.pk, events=[_announced(provider, *placed) for placed in newly])
     unmatched = job_ids.count(None)
     if unmatched:
         logger.info("Dropped %d %s event(s) naming no message of account %s", unmatched, provider, account.public_id)
@@ -153,10 +153,15 @@ def events_record(
     )
 
 
-def _emitted(provider: str, stored: list[tuple[ReportedEvent, uuid.UUID]]) -> list[EmailEventEmitted]:
-    return [
-        EmailEventEmitted(event.type, job_id, event.recipient, provider, event.occurred_at) for event, job_id in stored
-    ]
+def _announced(provider: str, event: ReportedEvent, job_id: uuid.UUID) -> AccountEvent:
+    """``email.<type>`` (docs/event-endpoints.md): which job's email, to whom, through whom, and when."""
+    data = {
+        "jobId": str(job_id),
+        "recipient": event.recipient,
+        "provider": provider,
+        "occurredAt": iso_utc(event.occurred_at),
+    }
+    return AccountEvent(f"email.{event.type.lower()}", data)
 
 
 def _suppressing(provider: str, stored: list[tuple[ReportedEvent, uuid.UUID]]) -> list[Reported]:

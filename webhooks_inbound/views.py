@@ -31,7 +31,7 @@ from core.crypto import decrypt
 from providers.names import ProviderName
 from webhooks_inbound.events import ReportedEvent, reported_event
 from webhooks_inbound.models import TrackingCredentials
-from webhooks_inbound.selectors import Receiving, receiving_account
+from webhooks_inbound.selectors import receiving_account
 from webhooks_inbound.services import events_record, postmark_password_digest
 from webhooks_inbound.verification import SIGNATURE_TOLERANCE_SECONDS, is_fresh, resend_verifier, sendgrid_public_key
 
@@ -126,18 +126,12 @@ class EventReceiver(AnymailCoreWebhookView):
     def post(self, request: HttpRequest, customer_id: str) -> HttpResponse:
         try:
             self.refuse_oversized(request)
-            receiving = self.authenticated(request, customer_id)
-            refuse_over_rate(receiving.account)
+            account = self.authenticated_account(request, customer_id)
+            refuse_over_rate(account)
             events, ignored = self.reported_events(request)
         except ApiError as refusal:
             return self.refused(refusal)
-        recorded = events_record(
-            account=receiving.account,
-            provider=self.provider,
-            events=events,
-            ignored=ignored,
-            emits_events=receiving.has_event_endpoints,
-        )
+        recorded = events_record(account=account, provider=self.provider, events=events, ignored=ignored)
         return success_response(recorded.as_dict())
 
     def refused(self, refusal: ApiError) -> HttpResponse:
@@ -161,18 +155,19 @@ class EventReceiver(AnymailCoreWebhookView):
         if int(request.META.get("CONTENT_LENGTH") or 0) > self.max_body_bytes:
             raise PayloadTooLarge(limit_bytes=self.max_body_bytes)
 
-    def authenticated(self, request: HttpRequest, customer_id: str) -> Receiving:
+    def authenticated_account(self, request: HttpRequest, customer_id: str) -> Account:
         found = receiving_account(customer_id=customer_id)
         if found is None:
             raise CustomerNotFound()
-        if not self.use_credentials(found.credentials):
+        account, credentials = found
+        if not self.use_credentials(credentials):
             raise EventsNotSetUp(provider=self.provider)
         try:
             self.run_validators(request)
         # The Svix verifier raises ValueError, not its own error, for a signature header it cannot split or decode.
         except (AnymailWebhookValidationFailure, ValueError):
             raise SignatureInvalid(provider=self.provider) from None
-        return found
+        return account
 
     def reported_events(self, request: HttpRequest) -> tuple[list[ReportedEvent], int]:
         """The events NotifyHub tracks, and how many others the body held."""

@@ -7,7 +7,7 @@ errors their own way; a client of this API gets one plain sentence naming the fi
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -17,6 +17,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.envelope import iso_utc_or_none
+from core.errors import UrlNotPublic
 
 # RFC 9110 field-name token.
 HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -162,8 +163,14 @@ HTTPS_URL_PATTERN = whole_value(
 
 @extend_schema_field({"type": "string", "maxLength": URL_MAX_LENGTH, "pattern": HTTPS_URL_PATTERN})
 class HttpsUrlField(StrictField):
+    """An HTTPS URL; with ``refused``, not one of those it names (a webhook's to a local address, say)."""
+
     invalid_message = required_message = "{name} must be a valid HTTPS URL"
     validator = URLValidator(schemes=["https"])
+
+    def __init__(self, *, refused: Callable[[str], bool] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.refused = refused
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str) or len(data) > URL_MAX_LENGTH:
@@ -172,6 +179,8 @@ class HttpsUrlField(StrictField):
             self.validator(data)
         except DjangoValidationError:
             self.fail("invalid")
+        if self.refused is not None and self.refused(data):
+            raise serializers.ValidationError(UrlNotPublic.message, code="invalid")
         return data
 
 

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import notifications.fields
+import core.model_fields
 import uuid
 from django.db import migrations, models
 
@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
                 ('type', models.CharField(choices=[('job.completed', 'Job Completed'), ('job.failed', 'Job Failed'), ('email.delivered', 'Email Delivered'), ('email.opened', 'Email Opened'), ('email.clicked', 'Email Clicked'), ('email.bounced', 'Email Bounced'), ('email.spam_report', 'Email Spam Report'), ('email.unsubscribed', 'Email Unsubscribed'), ('email.deferred', 'Email Deferred'), ('suppression.created', 'Suppression Created'), ('endpoint.failing', 'Endpoint Failing')], max_length=32)),
-                ('data', notifications.fields.JSONTextField()),
+                ('data', core.model_fields.JSONTextField()),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='accounts.account')),
             ],
@@ -32,7 +32,7 @@ class Migration(migrations.Migration):
                 ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
                 ('url', models.CharField(max_length=2048)),
                 ('url_credentials', models.TextField(blank=True, null=True)),
-                ('events', notifications.fields.JSONTextField()),
+                ('events', core.model_fields.JSONTextField()),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('account', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='event_endpoints', to='accounts.account')),
             ],

@@ -117,6 +117,12 @@ def is_public_address(address: IPAddress) -> bool:
     return address.is_global and not address.is_multicast
 
 
+def is_refused_target(url: str) -> bool:
+    """Whether a webhook (or an event endpoint) to ``url`` is refused when it is given: a local target, unless
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS (docs/rules.md, "Webhooks")."""
+    return not settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS and is_local_target(url)
+
+
 def is_local_target(url: str) -> bool:
     """Whether the URL names localhost or a literal IP address that is not public, other than
     the running trusted local target in a local run.

@@ -24,7 +24,6 @@ from accounts.authentication import INACTIVE_ACCOUNT_MESSAGE
 from accounts.selectors import signing_secrets_decrypt
 from core.logs import log_context
 from core.unavailable import DATABASE_FAULTS
-from event_endpoints.services import job_finished_emit
 from notifications.delivery.email import deliver_email
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
@@ -34,6 +33,7 @@ from notifications.engine.queue import job_enqueue, queued_messages
 from notifications.engine.transitions import NextState
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType
 from notifications.observability import attempt_recorded
+from notifications.outcomes import job_finished_announce
 from suppressions.services import suppressed_message
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,10 @@ WORKER_DEATHS_ALLOWED = 3
 
 def _seconds(name: str) -> timedelta:
     return timedelta(seconds=getattr(settings, name))
+
+
+# A task whose claim met a database that did not answer runs again after 1, 2, ... seconds, at most this.
+CLAIM_RETRY_MAX_SECONDS = 5
 
 
 class ClaimUnavailable(Exception):
@@ -199,8 +203,8 @@ def next_state_after(
 
 def job_record_attempt(*, job: Job, outcome: AttemptOutcome, emits_events: bool = False) -> str | None:
     """Writes the attempt's log and the job's next state, if this worker still holds the lease; with
-    ``emits_events`` (the account has event endpoints), a job that this attempt finishes emits its event in the
-    same transaction (docs/event-endpoints.md).
+    ``emits_events`` (the account has event endpoints), a job that this attempt finishes is announced in the same
+    transaction (notifications/outcomes.py).
 
     Returns the job's status after the attempt, or None when the lease was lost and nothing was written.
     """
@@ -225,7 +229,7 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome, emits_events: bool 
             logger.warning("Job %s: lease lost during attempt %s; result not recorded", job.id, attempt)
             return None
         if emitting:
-            job_finished_emit(job, next_state)
+            job_finished_announce(job, next_state)
     if next_state.next_attempt_at is not None:
         delay = (next_state.next_attempt_at - now).total_seconds()
         transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))

@@ -28,7 +28,6 @@ from accounts.selectors import current_period
 from accounts.services import usage_consume
 from core import sql
 from core.errors import DuplicateRequest
-from event_endpoints.models import EventEndpoint
 from notifications.engine.transitions import NextState
 from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobType
 from suppressions.models import Suppression
@@ -50,7 +49,7 @@ class Claim:
     account_usable: bool
     # Why an email's recipient is on the account's suppression list, or None (docs/suppressions.md).
     suppressed_for: str | None
-    # Whether the account has event endpoints: a job it finishes then emits its event (docs/event-endpoints.md).
+    # Whether the account has event endpoints (Account.has_event_endpoints): a job it finishes then announces it.
     emits_events: bool
 
 
@@ -181,7 +180,7 @@ def _claim_sql() -> str:
     suppressions, reason = sql.table(Suppression), sql.column(Suppression, "reason")
     suppressed_owner, suppressed_address = sql.column(Suppression, "account"), sql.column(Suppression, "email")
     job_type, destination = sql.column(Job, "type"), sql.column(Job, "destination")
-    endpoints, endpoint_owner = sql.table(EventEndpoint), sql.column(EventEndpoint, "account")
+    has_event_endpoints = sql.column(Account, "has_event_endpoints")
     return f"""
         UPDATE {jobs}
         SET {status} = %s, {started_at} = COALESCE({started_at}, %s), {locked_until} = %s, {next_attempt_at} = NULL,
@@ -196,7 +195,7 @@ def _claim_sql() -> str:
             (SELECT {suppressions}.{reason} FROM {suppressions}
              WHERE {suppressions}.{suppressed_owner} = {jobs}.{owner}
                AND {suppressions}.{suppressed_address} = {jobs}.{destination} AND {jobs}.{job_type} = %s),
-            EXISTS (SELECT 1 FROM {endpoints} WHERE {endpoints}.{endpoint_owner} = {jobs}.{owner})
+            (SELECT {accounts}.{has_event_endpoints} FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner})
     """
 
 

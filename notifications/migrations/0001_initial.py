@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import notifications.fields
+import core.model_fields
 import uuid
 from django.db import migrations, models
 
@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
                 ('type', models.CharField(choices=[('email', 'Email'), ('webhook', 'Webhook')], max_length=8)),
                 ('status', models.CharField(choices=[('pending', 'Pending'), ('processing', 'Processing'), ('completed', 'Completed'), ('failed', 'Failed')], default='pending', max_length=12)),
                 ('priority', models.PositiveSmallIntegerField(choices=[(1, 'High'), (5, 'Normal'), (10, 'Low')], default=5)),
-                ('payload', notifications.fields.JSONTextField()),
+                ('payload', core.model_fields.JSONTextField()),
                 ('provider', models.CharField(blank=True, choices=[('SENDGRID', 'SendGrid'), ('RESEND', 'Resend'), ('POSTMARK', 'Postmark')], max_length=16, null=True)),
                 ('fallback', models.CharField(blank=True, choices=[('SENDGRID', 'SendGrid'), ('RESEND', 'Resend'), ('POSTMARK', 'Postmark')], max_length=16, null=True)),
                 ('idempotency_key', models.CharField(blank=True, max_length=255, null=True)),

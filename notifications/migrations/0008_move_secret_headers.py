@@ -17,7 +17,7 @@ from django.db import migrations, transaction
 from notifications.secret_headers import split_secret_headers, with_secret_headers
 
 BATCH_SIZE = 500
-# Payloads are stored as compact JSON (notifications/fields.py): any job with a custom header contains this.
+# Payloads are stored as compact JSON (core/model_fields.py): any job with a custom header contains this.
 HAS_HEADERS = '"headers":{"'
 
 

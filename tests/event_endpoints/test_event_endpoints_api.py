@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from accounts.models import Account
 from core.crypto import decrypt
+from core.signals import AccountEvent
 from event_endpoints.models import Event, EventDelivery, EventEndpoint, EventType
-from event_endpoints.services import Emitted, endpoint_create, events_emit
+from event_endpoints.services import endpoint_create, events_emit
 from tests.conftest import Client
 
 URL = "https://hooks.example.com/notifyhub"
@@ -117,8 +119,8 @@ def test_an_unknown_endpoint_is_404(free: Client, endpoint_id: str) -> None:
 def test_the_deliveries_page_lists_an_endpoints_deliveries_newest_first(free: Client) -> None:
     endpoint = endpoint_create(account=free.account, url=URL, events=["job.failed", "suppression.created"])
     endpoint_create(account=free.account, url=URL + "/other", events=["suppression.created"])
-    events_emit(account_id=free.account.id, emitted=[Emitted(EventType.JOB_FAILED, {"id": "a"})])
-    events_emit(account_id=free.account.id, emitted=[Emitted(EventType.SUPPRESSION_CREATED, {"email": "b"})])
+    events_emit(account_id=free.account.id, emitted=[AccountEvent(EventType.JOB_FAILED, {"id": "a"})])
+    events_emit(account_id=free.account.id, emitted=[AccountEvent(EventType.SUPPRESSION_CREATED, {"email": "b"})])
 
     page = free.get(f"/api/v1/event-endpoints/{endpoint.id}/deliveries", limit="1").json()["data"]
 
@@ -141,7 +143,22 @@ def test_the_deliveries_page_lists_an_endpoints_deliveries_newest_first(free: Cl
 def test_an_event_no_endpoint_subscribes_to_is_not_stored(free: Client) -> None:
     endpoint_create(account=free.account, url=URL, events=["job.failed"])
 
-    deliveries = events_emit(account_id=free.account.id, emitted=[Emitted(EventType.JOB_COMPLETED, {"id": "a"})])
+    deliveries = events_emit(account_id=free.account.id, emitted=[AccountEvent(EventType.JOB_COMPLETED, {"id": "a"})])
 
     assert deliveries == []
     assert not Event.objects.exists()
+
+
+def test_the_account_says_whether_it_has_endpoints_as_they_come_and_go(free: Client) -> None:
+    def has_endpoints() -> bool:
+        return Account.objects.get(id=free.account.id).has_event_endpoints
+
+    assert not has_endpoints()
+    first = endpoint_create(account=free.account, url=URL, events=["job.failed"])
+    second = endpoint_create(account=free.account, url=URL, events=["job.completed"])
+    assert has_endpoints()
+
+    assert free.delete(f"/api/v1/event-endpoints/{first.id}").status_code == 200
+    assert has_endpoints()
+    assert free.delete(f"/api/v1/event-endpoints/{second.id}").status_code == 200
+    assert not has_endpoints()
