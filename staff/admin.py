@@ -34,6 +34,8 @@ from accounts.services import (
 )
 from core.errors import DomainError
 from domains.models import DomainRegistration, SenderDomain
+from event_endpoints.models import EventEndpoint
+from event_endpoints.services import endpoint_delete
 from notifications.models import DeliveryLog, Job, JobStatus
 from notifications.selectors import job_payload_for_staff
 from notifications.services import job_retry
@@ -431,3 +433,29 @@ class SuppressionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(EventEndpoint)
+class EventEndpointAdmin(admin.ModelAdmin):
+    """Read-only: holders add endpoints through the API and the dashboard, which check the URL. Deleting one goes
+    through event_endpoints.services.endpoint_delete, so its account's ``has_event_endpoints`` stays true."""
+
+    list_display = ["url", "account", "events", "created_at"]
+    search_fields = ["url", "account__user__email"]
+    list_select_related = ["account__user"]
+    # Its credentials stay encrypted and out of sight, as a job's do.
+    fields = readonly_fields = ["id", "account", "url", "events", "created_at"]
+    actions = [delete_selected]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def delete_model(self, request: HttpRequest, obj: EventEndpoint) -> None:
+        endpoint_delete(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[EventEndpoint]) -> None:
+        for endpoint in queryset.select_related("account"):
+            endpoint_delete(endpoint)

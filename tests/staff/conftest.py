@@ -16,6 +16,7 @@ VIEW_ONLY = (
     "domains.view_senderdomain",
     "webhooks_inbound.view_emailevent",
     "suppressions.view_suppression",
+    "event_endpoints.view_eventendpoint",
 )
 
 _staff_numbers = itertools.count(1)
