@@ -65,6 +65,10 @@ class Event(models.Model):
     data = JSONTextField()
     created_at = models.DateTimeField(default=timezone.now)
 
+    class Meta:
+        # Retention deletes the oldest first (event_endpoints.services.events_purge).
+        indexes = [models.Index(fields=["created_at"], name="event_created")]
+
     def __str__(self) -> str:
         return f"{self.type} {self.id}"
 

@@ -8,10 +8,11 @@ delivery's task goes out once that transaction commits; one the broker does not 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from accounts.models import Account
@@ -19,7 +20,7 @@ from core.crypto import encrypt
 from core.errors import EventEndpointLimit
 from core.signals import AccountEvent
 from event_endpoints.models import ENDPOINTS_PER_ACCOUNT, Event, EventDelivery, EventEndpoint
-from event_endpoints.queue import event_deliveries_enqueue
+from event_endpoints.queue import UNFINISHED, event_deliveries_enqueue
 from notifications.delivery.http import split_credentials
 
 
@@ -86,3 +87,17 @@ def _lock_endpoints_of(account: Account) -> None:
     """Locks the account's row until the transaction ends: changes to its endpoints then take turns, so two at once
     cannot both add the fifth, nor leave ``has_event_endpoints`` saying what is no longer so."""
     Account.objects.select_for_update().filter(pk=account.pk).first()
+
+
+def events_purge(*, created_before: datetime, batch_size: int = 1000) -> int:
+    """Deletes the events created before ``created_before`` whose deliveries have all finished, with those
+    deliveries, oldest first, a batch a transaction; returns how many. A run stopped between batches is finished by
+    running it again."""
+    waiting = EventDelivery.objects.filter(event=OuterRef("pk"), status__in=UNFINISHED)
+    finished = Event.objects.filter(created_at__lt=created_before).exclude(Exists(waiting)).order_by("created_at")
+    purged = 0
+    while batch := list(finished.values_list("id", flat=True)[:batch_size]):
+        with transaction.atomic():
+            Event.objects.filter(id__in=batch).delete()
+        purged += len(batch)
+    return purged

@@ -240,6 +240,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(hour=3, minute=30),
         "options": {"expires": 3600},
     },
+    "purge-events": {
+        "task": "event_endpoints.purge_events",
+        "schedule": crontab(hour=3, minute=45),
+        "options": {"expires": 3600},
+    },
 }
 
 # --- HTTPS ---------------------------------------------------------------------------

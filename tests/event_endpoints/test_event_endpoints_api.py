@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from accounts.models import Account
 from core.crypto import decrypt
 from core.signals import AccountEvent
 from event_endpoints.models import Event, EventDelivery, EventEndpoint, EventType
-from event_endpoints.services import endpoint_create, events_emit
+from event_endpoints.services import endpoint_create, events_emit, events_purge
 from tests.conftest import Client
 
 URL = "https://hooks.example.com/notifyhub"
@@ -162,3 +164,20 @@ def test_the_account_says_whether_it_has_endpoints_as_they_come_and_go(free: Cli
     assert has_endpoints()
     assert free.delete(f"/api/v1/event-endpoints/{second.id}").status_code == 200
     assert not has_endpoints()
+
+
+def test_retention_deletes_old_events_whose_deliveries_finished_and_keeps_the_rest(free: Client) -> None:
+    endpoint_create(account=free.account, url=URL, events=["job.failed"])
+    old_done, old_waiting, recent = (
+        events_emit(account_id=free.account.id, emitted=[AccountEvent("job.failed", {"n": n})])[0] for n in range(3)
+    )
+    EventDelivery.objects.filter(id__in=[old_done.id, recent.id]).update(status="completed")
+    EventDelivery.objects.filter(id=old_waiting.id).update(status="processing")
+    long_ago = timezone.now() - timedelta(days=91)
+    Event.objects.filter(id__in=[old_done.event_id, old_waiting.event_id]).update(created_at=long_ago)
+
+    purged = events_purge(created_before=timezone.now() - timedelta(days=90), batch_size=1)
+
+    assert purged == 1
+    assert set(Event.objects.values_list("id", flat=True)) == {old_waiting.event_id, recent.event_id}
+    assert set(EventDelivery.objects.values_list("id", flat=True)) == {old_waiting.id, recent.id}
