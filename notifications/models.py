@@ -136,3 +136,30 @@ class DeliveryLog(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.attempt} of {self.job_id}: {self.status}"
+
+
+class DestinationHealth(models.Model):
+    """How the account's webhooks to one destination host are faring: the failed attempts in a row, and what was
+    said of the streak (docs/event-endpoints.md, "Endpoint health"). A row exists once an attempt there failed."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="destination_health", db_index=False)
+    # The job's ``destination``: the webhook URL's host, in lower case.
+    destination = models.CharField(max_length=254)
+    # ``scheme://host[:port]`` of the latest failed attempt, as the event and the email name it.
+    origin = models.CharField(max_length=300, blank=True, default="")
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    # When the current streak began; None while there is none.
+    failing_since = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    # Whether the current streak has been announced as ``endpoint.failing``: once per streak.
+    announced = models.BooleanField(default=False)
+    # When the holder was last emailed about this destination: at most once a day.
+    alerted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        # Also the claim's lookup, by account and destination.
+        constraints = [models.UniqueConstraint(fields=["account", "destination"], name="one_health_per_destination")]
+        verbose_name_plural = "destination health"
+
+    def __str__(self) -> str:
+        return f"{self.destination}: {self.consecutive_failures} failed in a row"

@@ -5,13 +5,14 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Min, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
 from core.errors import JobNotFound
 from core.paging import page_rows
-from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobType
+from notifications.models import DailyTally, DeliveryLog, DeliveryStatus, DestinationHealth, Job, JobStatus, JobType
 from notifications.secret_headers import mask_secret_headers, with_secret_headers
 
 FINISHED = [JobStatus.COMPLETED, JobStatus.FAILED]
@@ -188,3 +189,60 @@ def queue_state() -> QueueState:
         pending=Count("id"), oldest_untried_at=Min("created_at", filter=Q(started_at__isnull=True))
     )
     return QueueState(pending=row["pending"], oldest_untried_at=row["oldest_untried_at"])
+
+
+# How far back the endpoints page looks, and the longest a webhook job's attempts are spread (its retry delays are
+# minutes): jobs created this much before the window may still have attempts in it.
+HEALTH_WINDOW = timedelta(hours=24)
+HEALTH_ATTEMPTS_SPREAD = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class DestinationState:
+    """How the account's webhooks to one destination host fared over the last 24 hours, and its streak now."""
+
+    destination: str
+    attempts: int
+    succeeded: int
+    median_ms: int | None
+    health: DestinationHealth | None
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.succeeded / self.attempts if self.attempts else None
+
+    @property
+    def failing(self) -> bool:
+        """At ENDPOINT_FAILING_THRESHOLD failed attempts in a row or more."""
+        return self.health is not None and self.health.consecutive_failures >= settings.ENDPOINT_FAILING_THRESHOLD
+
+
+def destination_states(*, account: Account, now: datetime) -> list[DestinationState]:
+    """Each host the account's webhooks went to in the last 24 hours, or that has a streak of failures now: failing
+    ones first, then by attempts, most first (the dashboard's endpoints page)."""
+    since = now - HEALTH_WINDOW
+    logs = DeliveryLog.objects.filter(
+        job__account=account,
+        job__type=JobType.WEBHOOK,
+        job__created_at__gte=since - HEALTH_ATTEMPTS_SPREAD,
+        created_at__gte=since,
+    )
+    counted = logs.order_by().values_list("job__destination").annotate(
+        attempts=Count("id"), succeeded=Count("id", filter=Q(status=DeliveryStatus.SUCCESS))
+    )
+    streaks = {row.destination: row for row in DestinationHealth.objects.filter(account=account)}
+    states = [
+        DestinationState(
+            destination, attempts, succeeded, _median_ms(logs, destination), streaks.pop(destination, None)
+        )
+        for destination, attempts, succeeded in counted
+    ]
+    states += [DestinationState(row.destination, 0, 0, None, row) for row in streaks.values() if row.failing_since]
+    return sorted(states, key=lambda state: (not state.failing, -state.attempts, state.destination))
+
+
+def _median_ms(logs: QuerySet[DeliveryLog], destination: str) -> int | None:
+    """The middle duration of the attempts at ``destination`` (the lower middle of an even count)."""
+    durations = logs.filter(job__destination=destination, duration_ms__isnull=False).order_by("duration_ms")
+    count = durations.count()
+    return durations.values_list("duration_ms", flat=True)[(count - 1) // 2] if count else None

@@ -11,13 +11,16 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from accounts.models import Account
 from accounts.selectors import signing_secrets_get
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import EmailNotSent, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
+from core.public_url import public_url
 from notifications.delivery.http import is_refused_target, split_credentials
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import build_headers
@@ -27,7 +30,7 @@ from notifications.destination import job_destination
 from notifications.engine import store
 from notifications.engine.queue import job_enqueue
 from notifications.engine.transitions import NextState
-from notifications.models import DeliveryLog, DeliveryStatus, Job, JobStatus, JobType
+from notifications.models import DeliveryLog, DeliveryStatus, DestinationHealth, Job, JobStatus, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
 from notifications.outcomes import job_finished_announce
 from notifications.routing import email_needs_provider_key, email_routing_check, platform_routes, platform_sender
@@ -64,6 +67,22 @@ def platform_email_send(*, to: str, subject: str, html: str) -> None:
     result = send_with_failover(email, routes)
     if not result.sent:
         raise EmailNotSent(reason=result.error_message)
+
+
+def failing_destination_alert(*, health_id: int) -> None:
+    """Emails the account holder that their webhooks to a destination keep failing (docs/event-endpoints.md)."""
+    health = DestinationHealth.objects.select_related("account__user").filter(pk=health_id).first()
+    if health is None or health.failing_since is None:
+        return  # the account went, or a success ended the streak before the email went out
+    origin = escape(health.origin)
+    html = (
+        f"<p>The last {health.consecutive_failures} webhook deliveries of your NotifyHub account to "
+        f"<strong>{origin}</strong> failed, the latest with: {escape(health.last_error)}.</p>"
+        f"<p>Failing since {iso_utc(health.failing_since)}. NotifyHub still tries each webhook as usual; "
+        f'<a href="{escape(public_url(reverse("endpoints")))}">your endpoints page</a> shows how '
+        "each destination is doing. You get this at most once a day for one destination.</p>"
+    )
+    platform_email_send(to=health.account.user.email, subject=f"Webhooks to {health.origin} are failing", html=html)
 
 
 def email_job_create(

@@ -10,9 +10,11 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from core.errors import EmailNotSent
+from notifications.engine.health import ALERT_TASK
 from notifications.engine.processing import CLAIM_RETRY_MAX_SECONDS, ClaimUnavailable, job_process, jobs_sweep
 from notifications.engine.queue import DELIVER_TASK
-from notifications.services import finished_jobs_purge
+from notifications.services import failing_destination_alert, finished_jobs_purge
 
 logger = logging.getLogger(__name__)
 
@@ -43,3 +45,12 @@ def purge_jobs() -> int:
     deleted = sum(batch.jobs for batch in batches)
     logger.info("Retention: deleted %d job(s) that finished more than %d days ago", deleted, days)
     return deleted
+
+
+@shared_task(name=ALERT_TASK)
+def alert_failing_destination(health_id: str) -> None:
+    try:
+        failing_destination_alert(health_id=int(health_id))
+    except EmailNotSent as error:
+        # Told once a day at most: a missed alert waits for the destination's next streak after that.
+        logger.warning("Alert about failing destination %s not sent: %s", health_id, error.message)

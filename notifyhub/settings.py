@@ -384,6 +384,9 @@ WEBHOOK_RETRY_DELAYS = env_int_list("WEBHOOK_RETRY_DELAYS", "120,240")
 EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
+# Failed webhook attempts in a row at one destination that make it "failing": an endpoint.failing event and an email
+# to the holder (docs/event-endpoints.md, "Endpoint health").
+ENDPOINT_FAILING_THRESHOLD = env_int("ENDPOINT_FAILING_THRESHOLD", 5, minimum=1)
 WEBHOOK_CA_BUNDLE = env_optional("WEBHOOK_CA_BUNDLE")
 # Runs for trying things (embedded, or DEBUG) trust the CA of `manage.py listen` and let webhooks reach its one
 # port on 127.0.0.1 while it runs, nothing else local (docs/operations.md); a deployment (Redis, DEBUG off) never does.

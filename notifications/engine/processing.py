@@ -28,6 +28,7 @@ from notifications.delivery.email import deliver_email
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
 from notifications.engine import store
+from notifications.engine.health import destination_health_record
 from notifications.engine.lease import Lease, LeasedT, lease_length, renewer
 from notifications.engine.queue import job_enqueue, queued_messages
 from notifications.engine.transitions import NextState
@@ -84,11 +85,24 @@ def job_process(*, job_id: UUID) -> None:
     attempt = job.attempts + 1
     with log_context(attempt=attempt), renewer.held(job, partial(store.renew_lease, job.id)) as lease:
         started = time.monotonic()
-        outcome = _stopped(claim) or _attempt(claim, attempt=attempt)
+        stopped = _stopped(claim)
+        outcome = stopped or _attempt(claim, attempt=attempt)
         seconds = time.monotonic() - started
         job_status = _record_within_lease(lease, outcome, emits_events=claim.emits_events)
-    if job_status is not None:
-        attempt_recorded(job, attempt=attempt, outcome=outcome, job_status=job_status, seconds=seconds)
+    if job_status is None:
+        return
+    attempt_recorded(job, attempt=attempt, outcome=outcome, job_status=job_status, seconds=seconds)
+    if job.type == JobType.WEBHOOK and stopped is None:
+        _health_record(job, outcome, failure_streak=claim.failure_streak)
+
+
+def _health_record(job: Job, outcome: AttemptOutcome, *, failure_streak: int) -> None:
+    """The attempt counted at its destination (engine/health.py); a database that does not answer costs the count."""
+    try:
+        destination_health_record(job, outcome, failure_streak=failure_streak)
+    except DATABASE_FAULTS as error:
+        connection.close()
+        logger.warning("Job %s: its destination's health not counted: %s", job.id, error)
 
 
 def _stopped(claim: store.Claim) -> AttemptOutcome | None:

@@ -29,7 +29,7 @@ from accounts.services import usage_consume
 from core import sql
 from core.errors import DuplicateRequest
 from notifications.engine.transitions import NextState
-from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobType
+from notifications.models import DailyTally, DeliveryLog, DestinationHealth, Job, JobStatus, JobType
 from suppressions.models import Suppression
 
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
@@ -51,6 +51,8 @@ class Claim:
     suppressed_for: str | None
     # Whether the account has event endpoints (Account.has_event_endpoints): a job it finishes then announces it.
     emits_events: bool
+    # A webhook's failed attempts in a row at its destination before this one (DestinationHealth); 0 for an email.
+    failure_streak: int
 
 
 # Off the framework's road: docs/departures.md, "raw-sql-job-store".
@@ -131,8 +133,8 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
     """Takes the job for one attempt: pending, or processing with its lock over by ``claimable_until``.
 
     One statement claims the row and returns it with the account's encrypted signing secrets, whether the account
-    may still send, for an email why its recipient is suppressed, and whether the account has event endpoints: the
-    attempt asks the database nothing more.
+    may still send, for an email why its recipient is suppressed, whether the account has event endpoints, and the
+    failed attempts in a row at the job's destination: the attempt asks the database nothing more.
     The secrets come as one text, space-separated, from one read of their row: a Fernet token is URL-safe base64,
     which holds no space.
     Should this worker die, the sweeper re-sends the task once the lease is over.
@@ -154,13 +156,14 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         row = cursor.fetchone()
     if row is None:
         return None
-    *job_columns, encrypted_signing_secrets, account_usable, suppressed_for, emits_events = row
+    *job_columns, encrypted_signing_secrets, account_usable, suppressed_for, emits_events, failure_streak = row
     return Claim(
         job=sql.from_row(Job, job_columns),
         encrypted_signing_secrets=tuple((encrypted_signing_secrets or "").split()),
         account_usable=bool(account_usable),
         suppressed_for=suppressed_for,
         emits_events=bool(emits_events),
+        failure_streak=failure_streak or 0,
     )
 
 
@@ -181,6 +184,8 @@ def _claim_sql() -> str:
     suppressed_owner, suppressed_address = sql.column(Suppression, "account"), sql.column(Suppression, "email")
     job_type, destination = sql.column(Job, "type"), sql.column(Job, "destination")
     has_event_endpoints = sql.column(Account, "has_event_endpoints")
+    health, failures = sql.table(DestinationHealth), sql.column(DestinationHealth, "consecutive_failures")
+    health_owner, health_destination = (sql.column(DestinationHealth, name) for name in ("account", "destination"))
     return f"""
         UPDATE {jobs}
         SET {status} = %s, {started_at} = COALESCE({started_at}, %s), {locked_until} = %s, {next_attempt_at} = NULL,
@@ -195,7 +200,9 @@ def _claim_sql() -> str:
             (SELECT {suppressions}.{reason} FROM {suppressions}
              WHERE {suppressions}.{suppressed_owner} = {jobs}.{owner}
                AND {suppressions}.{suppressed_address} = {jobs}.{destination} AND {jobs}.{job_type} = %s),
-            (SELECT {accounts}.{has_event_endpoints} FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner})
+            (SELECT {accounts}.{has_event_endpoints} FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner}),
+            (SELECT {health}.{failures} FROM {health}
+             WHERE {health}.{health_owner} = {jobs}.{owner} AND {health}.{health_destination} = {jobs}.{destination})
     """
 
 
