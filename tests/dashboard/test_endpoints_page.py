@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.test import Client as Browser
@@ -9,6 +10,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from notifications.models import DeliveryLog, DeliveryStatus, DestinationHealth, JobType
+from tests.conftest import Client
 from tests.dashboard.pages import page_text
 from tests.factories import JobFactory
 
@@ -47,9 +49,9 @@ def test_each_destination_shows_its_success_rate_and_median_time_failing_ones_fi
     assert "hooks.example.com healthy 100% 3 30 ms" in text
 
 
-def test_another_accounts_destinations_are_not_shown(holder: Holder, make_client: object) -> None:
+def test_another_accounts_destinations_are_not_shown(holder: Holder, make_client: Callable[..., Client]) -> None:
     browser, _ = holder
-    other = make_client()  # type: ignore[operator]
+    other = make_client()
     attempts(other.account, "theirs.example.org", 10)
 
     page = page_text(browser.get("/dashboard/endpoints/"))
