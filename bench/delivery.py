@@ -82,13 +82,15 @@ APP_WORKER_ENV = {
 
 
 @contextlib.contextmanager
-def started_receiver(port: int, *, close: bool = False) -> Iterator[tuple[Proc, ReceiverClient]]:
+def started_receiver(
+    port: int, *, close: bool = False, name: str = "receiver"
+) -> Iterator[tuple[Proc, ReceiverClient]]:
     """The HTTPS receiver on ``port`` with the bench's certificate (``make_tls`` first), and a client for what it
-    recorded; with ``close`` it hangs up after each delivery."""
+    recorded; with ``close`` it hangs up after each delivery. ``name`` names its log, var/bench/<name>.log."""
     command = [sys.executable, "-m", "bench.receiver", "--port", str(port)]
     command += ["--cert", str(TLS_DIR / "cert.pem"), "--key", str(TLS_DIR / "key.pem")]
     command += ["--close"] if close else []
-    with running("receiver", command, port=port) as receiver:
+    with running(name, command, port=port) as receiver:
         yield receiver, ReceiverClient(port, str(TLS_DIR / "ca.pem"))
 
 
@@ -122,6 +124,11 @@ class Delivery:
         """What a delivery costs: CPU of the worker processes, of PostgreSQL (every backend) and of the receiver."""
         worker, postgres = lambda: sum(proc.cpu() for proc in procs), lambda: command_cpu("postgres")
         return {**more, "worker": worker, "postgres": postgres, "receiver": self.receiver.cpu}
+
+    def settled(self, procs: list[Proc], ids: list[str]) -> None:
+        """Called once every one of ``ids`` arrived (or the wait gave up), the workers still running: waits for what
+        the jobs set off beyond their own deliveries. Nothing here; the event-endpoints bench waits for their events
+        (bench/events_out.py)."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,7 @@ def warmed_up(d: Delivery, procs: list[Proc], ids: list[str]) -> float:
     tasks), clears the receiver, waits for a quiet machine; returns the busy share of its last idle second."""
     if not d.client.wait_for(ids, stall_seconds=10, start_grace=60).first_arrivals(ids):
         raise BenchError(f"none of the warm-up jobs arrived; see {procs[0].log_path}")
+    d.settled(procs, ids)
     d.client.reset()
     return wait_for_quiet(d.args.quiet_wait)
 
@@ -217,6 +225,7 @@ def throughput(d: Delivery, target: str, number: int) -> DeliveryRun:
         ids = enqueue(d, target, d.args.jobs, lambda: marks.append(Sample.take(**sources)))
         dump = d.client.wait_for(ids, stall_seconds=STALL_SECONDS)
         end = Sample.take(**sources)
+        d.settled(procs, ids)
         for proc in procs:
             proc.check_alive()
     first = dump.first_arrivals(ids)

@@ -4,11 +4,12 @@
   delivery  webhook deliveries/s of the Celery worker against its floor; latency at a steady rate through the API
   email     an email job through a fake provider against a webhook job, one at a time
   events    the provider-event receivers under gunicorn: signed SendGrid batches, then Postmark events at a steady rate
+  event-endpoints  jobs/s with an event endpoint per account against none; job events' latency at a steady rate
   dashboard what an account holder reads under gunicorn, with a million jobs of their own: GETs one at a time
   purge     manage.py purgejobs deleting a million finished jobs while sends go on at a steady rate
   scale     deliveries/s with 1, 2 and 3 worker processes and the accept path, directly and through PgBouncer
   suppressions  the suppression check's lookup with a million addresses on one account's list
-  all       the eight in turn (the default)
+  all       the nine in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -22,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: the project is not on the path
 
-from bench import accept, dashboard, delivery, emails, events, purge, scale, suppressions
+from bench import accept, dashboard, delivery, emails, events, events_out, purge, scale, suppressions
 from bench.common import bench_main, option
 
 # Each bench's module: HELP (its line in --help), options(parser) and run(args). `all` runs them in this order.
@@ -33,6 +34,7 @@ BENCHES = {
     "delivery": delivery,
     "email": emails,
     "events": events,
+    "event-endpoints": events_out,
     "dashboard": dashboard,
     "purge": purge,
     "scale": scale,
@@ -49,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="{" + ",".join([*BENCHES, "all"]) + "}")
     for name, bench in BENCHES.items():
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common], help="the eight in turn (the default)")
+    commands.add_parser("all", parents=[common], help="the nine in turn (the default)")
     return parser
 
 
