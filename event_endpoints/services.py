@@ -43,7 +43,8 @@ def events_emit(*, account_id: int, emitted: Sequence[AccountEvent]) -> list[Eve
             for endpoint in receivers
         ]
     if deliveries:
-        with transaction.atomic():
+        # In the caller's transaction when there is one, without a savepoint: its rollback takes these rows too.
+        with transaction.atomic(savepoint=False):
             Event.objects.bulk_create(events)
             EventDelivery.objects.bulk_create(deliveries)
             delivery_ids = [delivery.id for delivery in deliveries]
