@@ -12,6 +12,8 @@ from rest_framework import serializers
 
 from core.api.fields import EMAIL_MAX_LENGTH, DomainNameField, EmailAddressField, HttpsUrlField
 from dashboard.mail import send_platform_email
+from event_endpoints.models import EventType
+from notifications.delivery.http import is_refused_target
 from notifications.models import JobStatus, JobType
 from notifications.selectors import JobFilters
 from providers.names import ProviderName
@@ -259,3 +261,45 @@ class SuppressionAddForm(forms.Form):
             raise forms.ValidationError(
                 "Enter a full email address at a public domain, such as ada@example.com."
             ) from None
+
+
+# --- The events page -----------------------------------------------------------------------------
+
+
+class _EventEndpointUrlRule(serializers.Serializer):
+    """POST /api/v1/event-endpoints' rule for ``url`` (event_endpoints.serializers): the page refuses the same URLs
+    in the same words. The dashboard may not import another app's serializers (tests/test_layers.py), so it is
+    restated here from the same parts."""
+
+    url = HttpsUrlField(refused=is_refused_target)
+
+
+# Each type labelled by its value, the name an endpoint receives it by (``job.completed``).
+EVENT_TYPE_CHOICES = [(event_type, event_type) for event_type in EventType.values]
+
+
+class EventEndpointAddForm(forms.Form):
+    # No max_length here: the API's rule counts the length, and says so in its own words.
+    url = forms.CharField(
+        label="Endpoint URL",
+        error_messages={"required": "url must be a valid HTTPS URL"},
+        widget=forms.URLInput(
+            attrs={"placeholder": "https://example.com/notifyhub/events", "autocomplete": "url", "spellcheck": "false"}
+        ),
+        help_text="HTTPS, at a public address. A user:password in it is kept encrypted and shown as ***.",
+    )
+    events = forms.MultipleChoiceField(
+        label="Event types",
+        choices=EVENT_TYPE_CHOICES,
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={
+            "required": "Choose at least one event type",
+            "invalid_choice": "Unknown event type: %(value)s",  # the API's words for a type it does not know
+        },
+    )
+
+    def clean_url(self) -> str:
+        rule = _EventEndpointUrlRule(data={"url": self.cleaned_data["url"]})
+        if not rule.is_valid():
+            raise forms.ValidationError([str(message) for message in rule.errors["url"]])
+        return str(rule.validated_data["url"])

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard.views import auth, domain, endpoints, jobs, pages, providers, suppressions, webhooks
+from dashboard.views import auth, domain, endpoints, events, jobs, pages, providers, suppressions, webhooks
 from dashboard.views.auth import PasswordResetView, SignInView, SignUpView
 
 urlpatterns = [
@@ -32,6 +32,9 @@ urlpatterns = [
     path("dashboard/jobs/<uuid:job_id>/retry/", jobs.JobRetryView.as_view(), name="job-retry"),
     path("dashboard/suppressions/", suppressions.SuppressionsView.as_view(), name="suppressions"),
     path("dashboard/suppressions/remove/", suppressions.SuppressionRemoveView.as_view(), name="suppression-remove"),
+    path("dashboard/events/", events.EventsView.as_view(), name="events"),
+    path("dashboard/events/test/", events.EventEndpointTestView.as_view(), name="event-endpoint-test"),
+    path("dashboard/events/delete/", events.EventEndpointDeleteView.as_view(), name="event-endpoint-delete"),
     path("dashboard/endpoints/", endpoints.EndpointsView.as_view(), name="endpoints"),
     path("dashboard/account/", pages.AccountView.as_view(), name="account"),
     path("dashboard/account/password/", auth.PasswordChangeView.as_view(), name="password_change"),

@@ -21,7 +21,7 @@ from webhooks_inbound.services import postmark_password_generate, tracking_crede
 TESTS_PER_MINUTE = 10
 
 
-def _seconds_until_test_allowed(request: HttpRequest, account: Account) -> int:
+def seconds_until_test_allowed(request: HttpRequest, account: Account) -> int:
     """Counts this test; 0 while the account has sent at most TESTS_PER_MINUTE in the current minute."""
     usage = get_usage(
         request,
@@ -65,7 +65,7 @@ class WebhooksView(HolderView, View):
         form = WebhookTestForm(request.POST)
         if not form.is_valid():
             return self._page(request, test_form=form, status=400)
-        wait = _seconds_until_test_allowed(request, self.account)
+        wait = seconds_until_test_allowed(request, self.account)
         if wait:
             message = f"You have sent {TESTS_PER_MINUTE} test webhooks this minute. Try again in {wait} seconds."
             form.add_error(None, message)
