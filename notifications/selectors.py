@@ -227,8 +227,10 @@ def destination_states(*, account: Account, now: datetime) -> list[DestinationSt
         job__created_at__gte=since - HEALTH_ATTEMPTS_SPREAD,
         created_at__gte=since,
     )
-    counted = logs.order_by().values_list("job__destination").annotate(
-        attempts=Count("id"), succeeded=Count("id", filter=Q(status=DeliveryStatus.SUCCESS))
+    counted = (
+        logs.order_by()
+        .values_list("job__destination")
+        .annotate(attempts=Count("id"), succeeded=Count("id", filter=Q(status=DeliveryStatus.SUCCESS)))
     )
     streaks = {row.destination: row for row in DestinationHealth.objects.filter(account=account)}
     states = [

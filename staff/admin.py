@@ -444,7 +444,7 @@ class EventEndpointAdmin(admin.ModelAdmin):
     search_fields = ["url", "account__user__email"]
     list_select_related = ["account__user"]
     # Its credentials stay encrypted and out of sight, as a job's do.
-    fields = readonly_fields = ["id", "account", "url", "events", "created_at"]
+    fields = readonly_fields = ("id", "account", "url", "events", "created_at")
     actions = [delete_selected]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -43,11 +43,11 @@ class Command(BaseCommand):
         if not endpoint_id:
             raise CommandError("'delete' needs the endpoint's id")
         try:
-            endpoint = endpoint_get(account=account, endpoint_id=endpoint_id)
+            doomed = endpoint_get(account=account, endpoint_id=endpoint_id)
         except EventEndpointNotFound as error:
             raise CommandError(error.message) from None
-        url = endpoint.url
-        endpoint_delete(endpoint)
+        url = doomed.url
+        endpoint_delete(doomed)
         self.stdout.write(f"Deleted the event endpoint {endpoint_id} ({url}) of {email}, with its deliveries.")
 
 
