@@ -1,4 +1,5 @@
-"""A paid holder whose pages all have something to show: provider keys, a verified domain, secrets, jobs, usage."""
+"""A paid holder whose pages all have something to show: provider keys, a verified domain, secrets, jobs, usage,
+an event endpoint and a failing webhook destination."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from accounts.plans import Plan
 from accounts.selectors import current_period
 from accounts.services import account_create, provider_key_set, signing_secret_generate
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
-from notifications.models import DailyTally, DeliveryStatus, JobStatus, JobType
+from event_endpoints.models import Event, EventDelivery, EventDeliveryStatus
+from event_endpoints.services import endpoint_create
+from notifications.models import DailyTally, DeliveryStatus, DestinationHealth, JobStatus, JobType
 from tests.factories import DeliveryLogFactory, JobFactory
 from webhooks_inbound.services import postmark_password_generate
 
@@ -23,6 +26,8 @@ DEMO_EMAIL = "ada@example.com"
 DEMO_PASSWORD = "correct-horse-battery-staple"
 DEMO_DOMAIN = "example.com"
 WEBHOOKS_USED = 3_214
+# The host whose webhooks keep failing, for the endpoint health page.
+FAILING_URL = "https://crm.example.net/hooks/notifyhub"
 # The failed email job whose page pages.py shows: a fixed id, so the page's path is known before the data.
 DEMO_JOB_ID = UUID("7d3c1b8e-2f4a-4c6d-9e0b-5a1f3c7e9d24")
 
@@ -88,6 +93,7 @@ def demo_holder_create(*, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD
     signing_secret_generate(account=account)
     postmark_password_generate(account=account)
     _jobs(account)
+    _event_endpoint(account)
     _daily_tallies(account)
     UsagePeriod.objects.update_or_create(
         account=account, period_start=current_period(account)[0], defaults={"used": WEBHOOKS_USED}
@@ -148,6 +154,40 @@ def _jobs(account: Account) -> None:
         status=JobStatus.COMPLETED,
         payload=_email("Reset your password"),
         attempts=[SENDGRID_202],
+    )
+
+
+def _event_endpoint(account: Account) -> None:
+    """An endpoint with a few deliveries, and the failing streak of the demo's webhooks to one host."""
+    endpoint = endpoint_create(
+        account=account, url="https://hooks.example.com/notifyhub/events", events=["job.completed", "job.failed"]
+    )
+    now = timezone.now()
+    for minutes_ago, status, attempts, error in [
+        (3, EventDeliveryStatus.PROCESSING, 1, "503 Service Unavailable"),
+        (20, EventDeliveryStatus.COMPLETED, 1, None),
+        (70, EventDeliveryStatus.FAILED, 3, "410 Gone"),
+    ]:
+        created = now - timedelta(minutes=minutes_ago)
+        event = Event.objects.create(account=account, type="job.completed", data={}, created_at=created)
+        EventDelivery.objects.create(
+            event=event, endpoint=endpoint, status=status, attempts=attempts, error_message=error, created_at=created
+        )
+    _job(
+        account,
+        minutes_ago=6,
+        status=JobStatus.FAILED,
+        payload={"url": FAILING_URL, "payload": {"n": 1}},
+        attempts=[WEBHOOK_503] * 3,
+    )
+    DestinationHealth.objects.create(
+        account=account,
+        destination="crm.example.net",
+        origin="https://crm.example.net",
+        consecutive_failures=6,
+        failing_since=now - timedelta(minutes=6),
+        last_error=str(WEBHOOK_503["error_message"]),
+        announced=True,
     )
 
 
