@@ -9,6 +9,9 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.demo import DEMO_JOB_ID
 
+# The narrowest screen the pages are checked at: a phone's.
+PHONE_WIDTH = 390
+
 
 def _show_new_api_key(page: Page) -> None:
     page.get_by_role("button", name="Regenerate API key").click()
@@ -79,3 +82,14 @@ def overflowing_elements(page: Page, width: int) -> list[str]:
             width,
         )
     )
+
+
+def expect_no_sideways_scrolling(page: Page, width: int) -> None:
+    """At a phone's width nothing reaches past the screen's edge, nor past a table's card (its buttons in reach)."""
+    if width > PHONE_WIDTH:
+        return
+    scroll_width = page.evaluate("document.documentElement.scrollWidth")
+    past_the_edge = overflowing_elements(page, width) if scroll_width > width else []
+    assert scroll_width <= width, f"{page.url} is {scroll_width}px wide at {width}px: {past_the_edge}"
+    for wrap in page.locator(".table-wrap").all():
+        assert wrap.evaluate("element => element.scrollWidth <= element.clientWidth")

@@ -14,11 +14,12 @@ from accounts.models import Account
 from accounts.plans import Plan
 from accounts.services import account_create
 from notifications.models import DeliveryLog, DeliveryStatus, DestinationHealth, JobType
-from tests.browser.pages import expect_styled
-from tests.browser.test_events_page import PHONE_WIDTH, WIDTHS, expect_no_sideways_scrolling
+from tests.browser.pages import PHONE_WIDTH, expect_no_sideways_scrolling, expect_styled
 from tests.factories import JobFactory
 
 pytestmark = pytest.mark.browser
+
+WIDTHS = [1280, PHONE_WIDTH]
 
 DEAD = "notifications-receiver.eu-west-1.internal-services.example.com"
 LONG_ERROR = "Could not connect to the receiver: the connection was refused before any answer came back"

@@ -16,13 +16,12 @@ from accounts.plans import Plan
 from accounts.services import account_create
 from event_endpoints.models import Event, EventDelivery, EventDeliveryStatus, EventEndpoint
 from event_endpoints.services import endpoint_create
-from tests.browser.pages import expect_styled, overflowing_elements
+from tests.browser.pages import PHONE_WIDTH, expect_no_sideways_scrolling, expect_styled
 from tests.fakes.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = [1280, 390]
-PHONE_WIDTH = 390
+WIDTHS = [1280, PHONE_WIDTH]
 # The widest rows the page has: a long URL subscribed to many types, whose failed delivery has a long error.
 LONG_URL = "https://notifications-receiver.eu-west-1.internal-services.example.com/webhooks/notifyhub/events/v2"
 ADDED_URL = "https://hooks.example.com/notifyhub/events"
@@ -56,17 +55,6 @@ def holder(sign_in_as: Callable[[Any], None]) -> Account:
         )
     sign_in_as(account.user)
     return account
-
-
-def expect_no_sideways_scrolling(page: Page, width: int) -> None:
-    if width > PHONE_WIDTH:
-        return
-    scroll_width = page.evaluate("document.documentElement.scrollWidth")
-    past_the_edge = overflowing_elements(page, width) if scroll_width > width else []
-    assert scroll_width <= width, f"{page.url} is {scroll_width}px wide at {width}px: {past_the_edge}"
-    # Nor inside a table's card: the buttons are in reach.
-    for wrap in page.locator(".table-wrap").all():
-        assert wrap.evaluate("element => element.scrollWidth <= element.clientWidth")
 
 
 @pytest.mark.parametrize("width", WIDTHS)

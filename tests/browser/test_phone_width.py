@@ -9,11 +9,9 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.browser.demo import DemoHolder
-from tests.browser.pages import PAGES, PageSpec, open_page, overflowing_elements
+from tests.browser.pages import PAGES, PHONE_WIDTH, PageSpec, open_page, overflowing_elements
 
 pytestmark = pytest.mark.browser
-
-PHONE_WIDTH = 390
 
 
 @pytest.mark.parametrize("spec", PAGES, ids=str)

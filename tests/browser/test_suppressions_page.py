@@ -14,12 +14,11 @@ from accounts.models import Account
 from accounts.plans import Plan
 from accounts.services import account_create
 from suppressions.models import Suppression, SuppressionReason
-from tests.browser.pages import expect_styled, overflowing_elements
+from tests.browser.pages import PHONE_WIDTH, expect_no_sideways_scrolling, expect_styled
 
 pytestmark = pytest.mark.browser
 
-WIDTHS = [1280, 390]
-PHONE_WIDTH = 390
+WIDTHS = [1280, PHONE_WIDTH]
 # The widest row the list has: a long address a provider reported, with its provider and job.
 BOUNCED = "a.rather-long-mailbox-name-for-testing@mail.subdomain.example.com"
 
@@ -33,17 +32,6 @@ def holder(sign_in_as: Callable[[Any], None]) -> Account:
     )
     sign_in_as(account.user)
     return account
-
-
-def expect_no_sideways_scrolling(page: Page, width: int) -> None:
-    if width > PHONE_WIDTH:
-        return
-    scroll_width = page.evaluate("document.documentElement.scrollWidth")
-    past_the_edge = overflowing_elements(page, width) if scroll_width > width else []
-    assert scroll_width <= width, f"{page.url} is {scroll_width}px wide at {width}px: {past_the_edge}"
-    # Nor inside the list's card: the Remove button is in reach.
-    for wrap in page.locator(".table-wrap").all():
-        assert wrap.evaluate("element => element.scrollWidth <= element.clientWidth")
 
 
 @pytest.mark.parametrize("width", WIDTHS)
