@@ -79,6 +79,7 @@ def test_a_completed_job_pushes_one_signed_event_both_libraries_verify(free: Cli
 
 
 def test_a_failed_job_pushes_job_failed_and_only_subscribed_types_arrive(free: Client, receiver: Receiver) -> None:
+    secret = signing_secret_generate(account=free.account)
     receiver.script("/hook", Reply(status=404))
     subscribe(free, receiver, "job.failed", path="/failures")
     subscribe(free, receiver, "job.completed", path="/successes")
@@ -88,7 +89,13 @@ def test_a_failed_job_pushes_job_failed_and_only_subscribed_types_arrive(free: C
 
     (arrival,) = arrivals_at(receiver, "/failures", 1)
     assert body_of(arrival)["type"] == "job.failed"
+    assert body_of(arrival)["data"]["id"] == failed_id
     assert body_of(arrival)["data"]["errorMessage"] == "404 Not Found"
+    assert stripe.WebhookSignature.verify_header(
+        arrival.body.decode(), arrival.headers["X-Webhook-Signature"], secret, tolerance=300
+    )
+    standard = {name: arrival.headers[name] for name in ("webhook-id", "webhook-timestamp", "webhook-signature")}
+    assert Webhook(secret).verify(arrival.body, standard) == body_of(arrival)
     time.sleep(0.5)
     assert arrivals_at(receiver, "/successes", 1, timeout=0) == []
 
