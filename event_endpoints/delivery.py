@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from uuid import UUID
 
@@ -32,10 +32,10 @@ from notifications.engine import store
 from notifications.engine.lease import lease_length, renewer
 from notifications.engine.processing import (
     CLAIM_TOLERANCE,
-    WORKER_DEATHS_ALLOWED,
     ClaimUnavailable,
     next_state_after,
     record_within_lease,
+    worker_deaths_stop,
 )
 from notifications.models import MAX_ATTEMPTS
 
@@ -54,7 +54,7 @@ def event_delivery_process(*, delivery_id: UUID) -> None:
         raise ClaimUnavailable(str(error)) from error
     if delivery is None:
         return
-    with renewer.held(delivery, partial(_renew_lease, delivery.id)) as lease:
+    with renewer.held(delivery, partial(store.renew_lease, EventDelivery, delivery.id)) as lease:
         outcome = _stopped(delivery) or _attempt(delivery)
         record_within_lease(lease, lambda: _record(delivery, outcome), name=f"Event delivery {delivery.id}")
 
@@ -79,17 +79,11 @@ def _claim(delivery_id: UUID) -> EventDelivery | None:
     return EventDelivery.objects.select_related("event", "endpoint__account").filter(id=delivery_id).first()
 
 
-def _renew_lease(delivery_id: UUID, *, held_until: datetime | None, until: datetime) -> bool:
-    held = EventDelivery.objects.filter(id=delivery_id, status=EventDeliveryStatus.PROCESSING, locked_until=held_until)
-    return held.update(locked_until=until, requeue_at=until) == 1
-
-
 def _stopped(delivery: EventDelivery) -> AttemptOutcome | None:
     """The failure of a delivery that must not be attempted at all; None when it may be."""
-    if delivery.claims - delivery.attempts - 1 >= WORKER_DEATHS_ALLOWED:
-        return AttemptOutcome.failure(
-            f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt", retryable=False
-        )
+    if stop := worker_deaths_stop(claims=delivery.claims, attempts=delivery.attempts):
+        logger.error("Event delivery %s: %s", delivery.id, stop.error_message)
+        return stop
     if not delivery.endpoint.account.is_usable:
         return AttemptOutcome.failure(INACTIVE_ACCOUNT_MESSAGE, retryable=False)
     return None

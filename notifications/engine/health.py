@@ -18,7 +18,7 @@ from django.utils import timezone
 from core.api.envelope import iso_utc
 from core.signals import AccountEvent, announce
 from notifications.delivery.outcome import AttemptOutcome
-from notifications.engine.queue import task_publish
+from notifications.engine.queue import LAST_STEP, task_publish
 from notifications.models import DestinationHealth, Job
 from notifications.observability import webhook_origin
 
@@ -27,8 +27,6 @@ logger = logging.getLogger(__name__)
 ALERT_TASK = "notifications.alert_failing_destination"
 # The holder hears of one destination at most this often, however many streaks it has.
 ALERT_INTERVAL = timedelta(days=1)
-# After every job: an alert is no delivery.
-ALERT_BROKER_PRIORITY = 9
 
 
 def destination_health_record(job: Job, outcome: AttemptOutcome, *, failure_streak: int) -> None:
@@ -82,4 +80,12 @@ def _failing_announce(health: DestinationHealth, *, at: datetime) -> None:
     )
     if alert:
         health_id = str(health.pk)
-        transaction.on_commit(lambda: task_publish(ALERT_TASK, health_id, priority=ALERT_BROKER_PRIORITY))
+        transaction.on_commit(lambda: _alert_publish(health_id))
+
+
+def _alert_publish(health_id: str) -> None:
+    """The holder's email, as a task on the last priority step: an alert is no delivery, it waits for every job."""
+    error = task_publish(ALERT_TASK, health_id, priority=LAST_STEP)
+    if error is not None:
+        # Not swept: a streak a day later emails again.
+        logger.warning("Broker unreachable; the alert about failing destination %s is not sent: %s", health_id, error)

@@ -43,7 +43,8 @@ def lease_length() -> timedelta:
 # ``locked_until`` is the lease's end.
 LeasedT = TypeVar("LeasedT", bound=Model)
 
-# Moves the lease's end from ``held_until`` to ``until``; False if its row is no longer held so (store.renew_lease).
+# Moves the lease's end from ``held_until`` to ``until``; False if its row is no longer held so (store.renew_lease,
+# its model and row id bound).
 LeaseRenewal = Callable[..., bool]
 
 

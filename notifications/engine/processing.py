@@ -83,7 +83,10 @@ def job_process(*, job_id: UUID) -> None:
         return
     job = claim.job
     attempt = job.attempts + 1
-    with log_context(attempt=attempt), renewer.held(job, partial(store.renew_lease, job.id)) as lease:
+    with (
+        log_context(attempt=attempt),
+        renewer.held(job, partial(store.renew_lease, Job, job.id)) as lease,
+    ):
         started = time.monotonic()
         stopped = _stopped(claim)
         outcome = stopped or _attempt(claim, attempt=attempt)
@@ -108,11 +111,9 @@ def _health_record(job: Job, outcome: AttemptOutcome, *, failure_streak: int) ->
 def _stopped(claim: store.Claim) -> AttemptOutcome | None:
     """The failure of a job that must not be delivered at all, no request made; None when it may be tried."""
     job = claim.job
-    if _worker_deaths(job) >= WORKER_DEATHS_ALLOWED:
-        # Nothing records a worker's death: the claims it left behind are what tells.
-        message = f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt"
-        logger.error("Job %s: %s", job.id, message)
-        return AttemptOutcome.failure(message, retryable=False)
+    if stop := worker_deaths_stop(claims=job.claims, attempts=job.attempts):
+        logger.error("Job %s: %s", job.id, stop.error_message)
+        return stop
     if not claim.account_usable:
         # A deleted or deactivated account sends nothing, queued before or not; Retry Job sends it once restored.
         logger.info("Job %s: not delivered, account %s is inactive", job.id, job.account_id)
@@ -158,9 +159,14 @@ def _lease_outlasts(lease: Lease[LeasedT], pause: float) -> bool:
     return timezone.now() + timedelta(seconds=pause) < lease.until
 
 
-def _worker_deaths(job: Job) -> int:
-    """Earlier claims of the current attempt that never recorded it (this claim is the last one)."""
-    return job.claims - job.attempts - 1
+def worker_deaths_stop(*, claims: int, attempts: int) -> AttemptOutcome | None:
+    """The failure of an attempt that workers died during WORKER_DEATHS_ALLOWED times, else None. Nothing records a
+    worker's death: the earlier claims of the attempt that never recorded it are what tells (this claim is the
+    last one). A job's and an event delivery's alike."""
+    if claims - attempts - 1 < WORKER_DEATHS_ALLOWED:
+        return None
+    message = f"Stopped: a worker died {WORKER_DEATHS_ALLOWED} times during this attempt"
+    return AttemptOutcome.failure(message, retryable=False)
 
 
 def job_claim(*, job_id: UUID) -> store.Claim | None:

@@ -16,12 +16,15 @@ from kombu.exceptions import OperationalError
 
 from core.unavailable import DATABASE_FAULTS
 from notifications.engine import store
+from notifications.models import Job
 
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "notifications.deliver_job"
 # Job priority (1 high, 5 normal, 10 low) to the Redis transport's steps, where 0 is consumed first.
 BROKER_PRIORITY = {1: 0, 5: 5, 10: 9}
+# The step consumed last: what must wait for every job (an event's delivery, an alert to a holder).
+LAST_STEP = BROKER_PRIORITY[10]
 
 # Each thread keeps one producer on a broker connection of its own (kombu connections are
 # not thread-safe); it is dropped after any failure, so the next send starts afresh.
@@ -34,23 +37,22 @@ def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) 
     The job row is already committed, so the client's 202 stands: failing the request here
     would report a job as not accepted while it will be delivered.
     """
-    if not task_publish(DELIVER_TASK, str(job_id), priority=BROKER_PRIORITY[priority], countdown=countdown):
-        logger.warning("Broker unreachable; job %s will be re-sent by the sweeper", job_id)
+    error = task_publish(DELIVER_TASK, str(job_id), priority=BROKER_PRIORITY[priority], countdown=countdown)
+    if error is not None:
+        logger.warning("Broker unreachable; job %s will be re-sent by the sweeper: %s", job_id, error)
         _leave_to_the_sweeper(job_id, countdown=countdown)
 
 
-def task_publish(task: str, argument: str, *, priority: int, countdown: float | None = None) -> bool:
-    """Sends ``task`` with its one argument at the broker's ``priority`` (0 is consumed first); False, with the
-    broker's error logged, when the broker did not take it: the row the task names must then be found by a sweeper.
-    """
+def task_publish(task: str, argument: str, *, priority: int, countdown: float | None = None) -> BaseException | None:
+    """Sends ``task`` with its one argument at the broker's ``priority`` (0 is consumed first); the broker's error
+    when it did not take it, for the caller to say what becomes of the task, else None."""
     connection, producer = _producer()
     try:
         _publish(producer, task=task, argument=argument, priority=priority, countdown=countdown)
     except _broker_failures(connection) as error:
         _drop_producer()
-        logger.warning("Broker unreachable, %s(%s) not sent: %s", task, argument, error)
-        return False
-    return True
+        return error
+    return None
 
 
 def _leave_to_the_sweeper(job_id: UUID, *, countdown: float | None) -> None:
@@ -58,7 +60,7 @@ def _leave_to_the_sweeper(job_id: UUID, *, countdown: float | None) -> None:
     broker answers publishes it (docs/delivery-engine.md, "The sweeper")."""
     publish_at = timezone.now() + timedelta(seconds=countdown or 0)
     try:
-        store.mark_unpublished(job_id=job_id, publish_at=publish_at)
+        store.mark_unpublished(Job.objects.filter(id=job_id), publish_at=publish_at)
     except DATABASE_FAULTS as error:
         # The requeue time the job already has still brings it back, later.
         logger.warning("Job %s: could not mark it for the sweeper: %s", job_id, error)

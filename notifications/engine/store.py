@@ -21,7 +21,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Model, QuerySet
 
 from accounts.models import Account, SigningSecret, UsagePeriod
 from accounts.selectors import current_period
@@ -150,6 +150,7 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         sql.db_value(Job, "locked_until", claimable_until),
         sql.db_value(SigningSecret, "previous_signs_until", now),
         JobType.EMAIL,
+        JobType.WEBHOOK,
     ]
     with connection.cursor() as cursor:
         cursor.execute(_claim_sql(), params)
@@ -202,21 +203,23 @@ def _claim_sql() -> str:
                AND {suppressions}.{suppressed_address} = {jobs}.{destination} AND {jobs}.{job_type} = %s),
             (SELECT {accounts}.{has_event_endpoints} FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner}),
             (SELECT {health}.{failures} FROM {health}
-             WHERE {health}.{health_owner} = {jobs}.{owner} AND {health}.{health_destination} = {jobs}.{destination})
+             WHERE {health}.{health_owner} = {jobs}.{owner} AND {health}.{health_destination} = {jobs}.{destination}
+               AND {jobs}.{job_type} = %s)
     """
 
 
-def renew_lease(job_id: UUID, *, held_until: datetime | None, until: datetime) -> bool:
+def renew_lease(model: type[Model], row_id: UUID, *, held_until: datetime | None, until: datetime) -> bool:
     """Moves the end of a claim's lease, and the sweeper's time with it, to ``until``; False if the lease that ends
-    at ``held_until`` is no longer the job's (it ran out and another worker claimed the job)."""
-    held = Job.objects.filter(id=job_id, status=JobStatus.PROCESSING, locked_until=held_until)
+    at ``held_until`` is no longer the row's (it ran out and another worker claimed it). ``model``: Job, or an event
+    delivery's (event_endpoints), whose statuses are spelt as a job's."""
+    held = model._default_manager.filter(id=row_id, status=JobStatus.PROCESSING, locked_until=held_until)
     return held.update(locked_until=until, requeue_at=until) == 1
 
 
-def mark_unpublished(*, job_id: UUID, publish_at: datetime) -> None:
-    """The job's task did not reach the broker: the sweeper publishes it on its first tick from ``publish_at``,
-    instead of when its requeue time would have come."""
-    Job.objects.filter(id=job_id, status__in=UNFINISHED, requeue_at__gt=publish_at).update(requeue_at=publish_at)
+def mark_unpublished(rows: QuerySet[Any], *, publish_at: datetime) -> None:
+    """The tasks of ``rows`` (jobs, or event deliveries) did not reach the broker: the sweeper publishes them on its
+    first tick from ``publish_at``, instead of when their requeue time would have come."""
+    rows.filter(status__in=UNFINISHED, requeue_at__gt=publish_at).update(requeue_at=publish_at)
 
 
 def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog) -> bool:
