@@ -21,8 +21,9 @@ from webhooks_inbound.services import postmark_password_generate, tracking_crede
 TESTS_PER_MINUTE = 10
 
 
-def seconds_until_test_allowed(request: HttpRequest, account: Account) -> int:
-    """Counts this test; 0 while the account has sent at most TESTS_PER_MINUTE in the current minute."""
+def webhook_test_refusal(request: HttpRequest, account: Account) -> str | None:
+    """Counts this test, on the webhooks or the events page; why it is refused once the account has sent
+    TESTS_PER_MINUTE in the current minute, else None."""
     usage = get_usage(
         request,
         group="test-webhook",
@@ -30,7 +31,11 @@ def seconds_until_test_allowed(request: HttpRequest, account: Account) -> int:
         rate=f"{TESTS_PER_MINUTE}/m",
         increment=True,
     )
-    return int(usage["time_left"]) if usage and usage["should_limit"] else 0
+    if not (usage and usage["should_limit"]):
+        return None
+    return (
+        f"You have sent {TESTS_PER_MINUTE} test webhooks this minute. Try again in {int(usage['time_left'])} seconds."
+    )
 
 
 class WebhooksView(HolderView, View):
@@ -65,10 +70,8 @@ class WebhooksView(HolderView, View):
         form = WebhookTestForm(request.POST)
         if not form.is_valid():
             return self._page(request, test_form=form, status=400)
-        wait = seconds_until_test_allowed(request, self.account)
-        if wait:
-            message = f"You have sent {TESTS_PER_MINUTE} test webhooks this minute. Try again in {wait} seconds."
-            form.add_error(None, message)
+        if refusal := webhook_test_refusal(request, self.account):
+            form.add_error(None, refusal)
             return self._page(request, test_form=form, status=429)
         try:
             result = webhook_test_send(account=self.account, url=form.cleaned_data["url"])
