@@ -138,6 +138,20 @@ class DeliveryLog(models.Model):
         return f"attempt {self.attempt} of {self.job_id}: {self.status}"
 
 
+class JobAnnouncement(models.Model):
+    """A job of an account with event endpoints that finished, waiting to be announced (notifications/outcomes.py).
+
+    Written by the statement that stores the job's last attempt, whose log says how it finished: a crash loses no
+    announcement, and the job pays one row, not the events' own. Deleted in the transaction that announces it, so a
+    job is announced once.
+    """
+
+    delivery_log = models.ForeignKey(DeliveryLog, on_delete=models.CASCADE, related_name="+")
+
+    def __str__(self) -> str:
+        return f"announcement of {self.delivery_log_id}"
+
+
 class DestinationHealth(models.Model):
     """How the account's webhooks to one destination host are faring: the failed attempts in a row, and what was
     said of the streak (docs/event-endpoints.md, "Endpoint health"). A row exists once an attempt there failed."""

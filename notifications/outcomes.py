@@ -1,19 +1,79 @@
-"""Announcing that a job finished, to the apps that push it to the account's event endpoints (core.signals)."""
+"""Announcing that jobs finished, to the apps that push it to the account's event endpoints (core.signals).
+
+A job of an account with event endpoints leaves a JobAnnouncement, written with its last attempt; the task that
+announces waits on the broker's last priority step, behind every job, so announcing never slows the jobs themselves
+(docs/event-endpoints.md, "How events are emitted"). It announces what is waiting, a batch a transaction, each
+batch's rows deleted in the transaction that announces them. A task the broker lost is published again by the
+sweeper.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections import defaultdict
+from datetime import datetime
+
+from django.db import transaction
+
 from core.signals import AccountEvent, announce
+from notifications.engine.queue import LAST_STEP, task_publish
 from notifications.engine.transitions import NextState
-from notifications.models import Job, JobStatus
+from notifications.models import DeliveryLog, DeliveryStatus, Job, JobAnnouncement, JobStatus
 from notifications.serializers import JobSlimSerializer
 
+logger = logging.getLogger(__name__)
 
-def job_finished_announce(job: Job, finished: NextState) -> None:
-    """``job.completed`` or ``job.failed`` for a job that ``finished`` ends, in the caller's transaction; its data is
-    the job as the jobs list shows it then (docs/event-endpoints.md)."""
+ANNOUNCE_TASK = "notifications.announce_finished_jobs"
+ANNOUNCE_BATCH_SIZE = 500
+
+
+def finished_jobs_announce_soon() -> None:
+    """Publishes the task that announces the finished jobs waiting: called once a JobAnnouncement is committed."""
+    error = task_publish(ANNOUNCE_TASK, priority=LAST_STEP)
+    if error is not None:
+        logger.warning("Broker unreachable; finished jobs will be announced once the sweeper runs: %s", error)
+
+
+def finished_jobs_announce(*, batch_size: int = ANNOUNCE_BATCH_SIZE) -> int:
+    """Announces every finished job waiting, oldest first; returns how many. Several runs at once share the work."""
+    announced = 0
+    while batch := _announce_batch(batch_size):
+        announced += batch
+    return announced
+
+
+def _announce_batch(batch_size: int) -> int:
+    with transaction.atomic():
+        # Rows another run holds are its own: skipped, not waited for.
+        waiting = JobAnnouncement.objects.select_for_update(skip_locked=True, of=("self",))
+        batch = list(waiting.select_related("delivery_log__job").order_by("id")[:batch_size])
+        by_account: defaultdict[int, list[AccountEvent]] = defaultdict(list)
+        for announcement in batch:
+            log = announcement.delivery_log
+            by_account[log.job.account_id].append(job_finished_event(log.job, _finished_by(log)))
+        for account_id, events in by_account.items():
+            announce(account_id=account_id, events=events)
+        JobAnnouncement.objects.filter(id__in=[announcement.id for announcement in batch]).delete()
+    return len(batch)
+
+
+def _finished_by(log: DeliveryLog) -> NextState:
+    """The state the attempt of ``log`` left its job in: the job itself may have been retried since."""
+    if log.status == DeliveryStatus.SUCCESS:
+        return NextState.completed(attempts=log.attempt, at=log.created_at)
+    return NextState.failed(attempts=log.attempt, at=log.created_at, error=log.error_message)
+
+
+def finished_jobs_left_waiting(*, logged_before: datetime) -> bool:
+    """Whether a job that finished before ``logged_before`` is still to be announced: its task was lost."""
+    return JobAnnouncement.objects.filter(delivery_log__created_at__lt=logged_before).exists()
+
+
+def job_finished_event(job: Job, finished: NextState) -> AccountEvent:
+    """``job.completed`` or ``job.failed`` for a job that ``finished`` ends; its data is the job as the jobs list
+    shows it then (docs/event-endpoints.md)."""
     event_type = "job.completed" if finished.status == JobStatus.COMPLETED else "job.failed"
-    data = dict(JobSlimSerializer(_with_state(job, finished)).data)
-    announce(account_id=job.account_id, events=[AccountEvent(event_type, data)])
+    return AccountEvent(event_type, dict(JobSlimSerializer(_with_state(job, finished)).data))
 
 
 def _with_state(job: Job, state: NextState) -> Job:

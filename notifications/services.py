@@ -32,7 +32,7 @@ from notifications.engine.queue import job_enqueue
 from notifications.engine.transitions import NextState
 from notifications.models import DeliveryLog, DeliveryStatus, DestinationHealth, Job, JobStatus, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
-from notifications.outcomes import job_finished_announce
+from notifications.outcomes import finished_jobs_announce_soon
 from notifications.routing import email_needs_provider_key, email_routing_check, platform_routes, platform_sender
 from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
@@ -185,9 +185,10 @@ def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
     now = timezone.now()
     log = DeliveryLog(job=job, attempt=1, status=DeliveryStatus.FAILED, error_message=error, created_at=now)
     failure = NextState.failed(attempts=1, at=now, error=error)
-    with transaction.atomic():
-        store.insert_failed(job, failure=failure, log=log)
-        job_finished_announce(job, failure)
+    announced = job.account.has_event_endpoints
+    store.insert_failed(job, failure=failure, log=log, announced=announced)
+    if announced:
+        transaction.on_commit(finished_jobs_announce_soon)
     job_failed_on_arrival(job)
     return job
 

@@ -14,6 +14,7 @@ from core.errors import EmailNotSent
 from notifications.engine.health import ALERT_TASK
 from notifications.engine.processing import CLAIM_RETRY_MAX_SECONDS, ClaimUnavailable, job_process, jobs_sweep
 from notifications.engine.queue import DELIVER_TASK
+from notifications.outcomes import ANNOUNCE_TASK, finished_jobs_announce
 from notifications.services import failing_destination_alert, finished_jobs_purge
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,11 @@ def deliver_job(self: Task, job_id: str) -> None:
         # database answers, instead of when the sweeper's requeue time comes (docs/delivery-engine.md).
         logger.warning("Job %s: database unavailable for the claim, trying again: %s", job_id, error)
         raise self.retry(countdown=min(1 + self.request.retries, CLAIM_RETRY_MAX_SECONDS)) from error
+
+
+@shared_task(name=ANNOUNCE_TASK)
+def announce_finished_jobs() -> int:
+    return finished_jobs_announce()
 
 
 @shared_task(name="notifications.sweep_jobs")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from datetime import datetime, timedelta
 from functools import partial
 from typing import TypeVar
@@ -34,7 +33,7 @@ from notifications.engine.queue import job_enqueue, queued_messages
 from notifications.engine.transitions import NextState
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType
 from notifications.observability import attempt_recorded
-from notifications.outcomes import job_finished_announce
+from notifications.outcomes import finished_jobs_announce_soon, finished_jobs_left_waiting
 from suppressions.services import suppressed_message
 
 logger = logging.getLogger(__name__)
@@ -223,8 +222,8 @@ def next_state_after(
 
 def job_record_attempt(*, job: Job, outcome: AttemptOutcome, emits_events: bool = False) -> str | None:
     """Writes the attempt's log and the job's next state, if this worker still holds the lease; with
-    ``emits_events`` (the account has event endpoints), a job that this attempt finishes is announced in the same
-    transaction (notifications/outcomes.py).
+    ``emits_events`` (the account has event endpoints), a job that this attempt finishes is to be announced, and
+    that is written with them (notifications/outcomes.py).
 
     Returns the job's status after the attempt, or None when the lease was lost and nothing was written.
     """
@@ -243,13 +242,12 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome, emits_events: bool 
         provider_message_id=outcome.provider_message_id,
         created_at=now,
     )
-    emitting = emits_events and next_state.finished
-    with transaction.atomic() if emitting else nullcontext():
-        if not store.record_attempt(job, next_state=next_state, log=log):
-            logger.warning("Job %s: lease lost during attempt %s; result not recorded", job.id, attempt)
-            return None
-        if emitting:
-            job_finished_announce(job, next_state)
+    announced = emits_events and next_state.finished
+    if not store.record_attempt(job, next_state=next_state, log=log, announced=announced):
+        logger.warning("Job %s: lease lost during attempt %s; result not recorded", job.id, attempt)
+        return None
+    if announced:
+        transaction.on_commit(finished_jobs_announce_soon)
     if next_state.next_attempt_at is not None:
         delay = (next_state.next_attempt_at - now).total_seconds()
         transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))
@@ -261,6 +259,8 @@ def jobs_sweep(*, batch_size: int = 1000) -> int:
     broker no longer holds; returns how many."""
     now = timezone.now()
     _bring_forward_lost_tasks(now=now, batch_size=batch_size)
+    if finished_jobs_left_waiting(logged_before=now - PUBLISHED_AND_UNCLAIMED):
+        finished_jobs_announce_soon()
     due = store.take_due_for_requeue(
         now=now, next_requeue_at=now + _seconds("JOB_REQUEUE_AFTER_SECONDS"), batch_size=batch_size
     )

@@ -43,12 +43,12 @@ def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) 
         _leave_to_the_sweeper(job_id, countdown=countdown)
 
 
-def task_publish(task: str, argument: str, *, priority: int, countdown: float | None = None) -> BaseException | None:
-    """Sends ``task`` with its one argument at the broker's ``priority`` (0 is consumed first); the broker's error
+def task_publish(task: str, *arguments: str, priority: int, countdown: float | None = None) -> BaseException | None:
+    """Sends ``task`` with its ``arguments`` at the broker's ``priority`` (0 is consumed first); the broker's error
     when it did not take it, for the caller to say what becomes of the task, else None."""
     connection, producer = _producer()
     try:
-        _publish(producer, task=task, argument=argument, priority=priority, countdown=countdown)
+        _publish(producer, task=task, arguments=arguments, priority=priority, countdown=countdown)
     except _broker_failures(connection) as error:
         _drop_producer()
         return error
@@ -80,7 +80,9 @@ def queued_messages() -> int | None:
 
 
 # Off the framework's road: docs/departures.md, "kept-producer".
-def _publish(producer: Producer, *, task: str, argument: str, priority: int, countdown: float | None) -> None:
+def _publish(
+    producer: Producer, *, task: str, arguments: tuple[str, ...], priority: int, countdown: float | None
+) -> None:
     """Publishes a Celery task message (protocol 2, built by Celery) to the default queue.
 
     What `app.send_task` does for this one task, without its per-call work: a producer taken
@@ -88,8 +90,9 @@ def _publish(producer: Producer, *, task: str, argument: str, priority: int, cou
     (docs/departures.md). The message is Celery's own, built by ``app.amqp``, so any worker reads it.
     """
     task_id = str(uuid4())
-    args = (argument,)
-    message = app.amqp.as_task_v2(task_id, task, args=args, countdown=countdown, argsrepr=repr(args), kwargsrepr="{}")
+    message = app.amqp.as_task_v2(
+        task_id, task, args=arguments, countdown=countdown, argsrepr=repr(arguments), kwargsrepr="{}"
+    )
     queue, retry_policy = _publish_settings()
     producer.publish(
         message.body,

@@ -29,7 +29,15 @@ from accounts.services import usage_consume
 from core import sql
 from core.errors import DuplicateRequest
 from notifications.engine.transitions import NextState
-from notifications.models import DailyTally, DeliveryLog, DestinationHealth, Job, JobStatus, JobType
+from notifications.models import (
+    DailyTally,
+    DeliveryLog,
+    DestinationHealth,
+    Job,
+    JobAnnouncement,
+    JobStatus,
+    JobType,
+)
 from suppressions.models import Suppression
 
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
@@ -71,8 +79,9 @@ def insert(job: Job, *, counted: bool) -> None:
                     usage_consume(account=job.account)
 
 
-def insert_failed(job: Job, *, failure: NextState, log: DeliveryLog) -> None:
-    """Stores a new job that fails on arrival, in ``failure``, with its one log and its day's tally; no quota.
+def insert_failed(job: Job, *, failure: NextState, log: DeliveryLog, announced: bool) -> None:
+    """Stores a new job that fails on arrival, in ``failure``, with its one log, its day's tally and, when
+    ``announced``, its JobAnnouncement; no quota.
 
     The job of an email to a suppressed address is one: it is never sent, so it costs nothing. Raises
     DuplicateRequest as `insert` does.
@@ -84,6 +93,8 @@ def insert_failed(job: Job, *, failure: NextState, log: DeliveryLog) -> None:
         log.save(force_insert=True)
         with connection.cursor() as cursor:
             cursor.execute(_tally_sql("WHERE true"), _tally_values(job, failure))
+        if announced:
+            JobAnnouncement.objects.create(delivery_log=log)
 
 
 @contextmanager
@@ -222,15 +233,19 @@ def mark_unpublished(rows: QuerySet[Any], *, publish_at: datetime) -> None:
     rows.filter(status__in=UNFINISHED, requeue_at__gt=publish_at).update(requeue_at=publish_at)
 
 
-def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog) -> bool:
+def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announced: bool = False) -> bool:
     """Moves the claimed job to ``next_state`` and stores its log row, both or neither; a job that ``next_state``
-    finishes is counted in its day's DailyTally in the same transaction.
+    finishes is counted in its day's DailyTally in the same transaction and, when ``announced``, gets its
+    JobAnnouncement there too.
 
     False, with nothing written, when the lease this claim took is no longer the job's.
     """
     tally = _tally_values(job, next_state)
+    announcement = [sql.db_value(JobAnnouncement, "delivery_log", log.id)] if announced and tally else []
     if connection.vendor == "postgresql":
-        return _record_attempt_in_one_statement(job, next_state=next_state, log=log, tally=tally)
+        return _record_attempt_in_one_statement(
+            job, next_state=next_state, log=log, tally=tally, announcement=announcement
+        )
     still_ours = Job.objects.filter(id=job.id, status=JobStatus.PROCESSING, locked_until=job.locked_until)
     with transaction.atomic():
         if not still_ours.update(**next_state.columns()):
@@ -239,6 +254,8 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog) -> bool
         if tally:
             with connection.cursor() as cursor:
                 cursor.execute(_tally_sql("WHERE true"), tally)
+        if announcement:
+            JobAnnouncement.objects.create(delivery_log=log)
         return True
 
 
@@ -271,29 +288,38 @@ def _tally_sql(source: str) -> str:
     """
 
 
-def _record_attempt_in_one_statement(job: Job, *, next_state: NextState, log: DeliveryLog, tally: list[Any]) -> bool:
+def _record_attempt_in_one_statement(
+    job: Job, *, next_state: NextState, log: DeliveryLog, tally: list[Any], announcement: list[Any]
+) -> bool:
     lease = [sql.db_value(Job, "id", job.id), JobStatus.PROCESSING, sql.db_value(Job, "locked_until", job.locked_until)]
     with connection.cursor() as cursor:
         cursor.execute(
-            _record_attempt_sql(tallied=bool(tally)),
-            [*sql.set_values(Job, next_state.columns()), *lease, *tally, *sql.insert_values(log)],
+            _record_attempt_sql(tallied=bool(tally), announced=bool(announcement)),
+            [*sql.set_values(Job, next_state.columns()), *lease, *tally, *announcement, *sql.insert_values(log)],
         )
         return cursor.rowcount == 1
 
 
 @cache
-def _record_attempt_sql(*, tallied: bool) -> str:
+def _record_attempt_sql(*, tallied: bool, announced: bool) -> str:
     # The tally's row lock is taken last and held only until this statement commits.
     tally = f", tallied AS ({_tally_sql('FROM still_ours')})" if tallied else ""
+    # The announcement refers to the log this statement writes: PostgreSQL checks the reference once it has.
+    announcement = f", announced AS ({_announcement_sql()})" if announced else ""
     job_id, status, locked_until = (sql.column(Job, name) for name in ("id", "status", "locked_until"))
     return f"""
         WITH still_ours AS (
             UPDATE {sql.table(Job)} SET {sql.set_clause(Job, NEXT_STATE_COLUMNS)}
             WHERE {job_id} = %s AND {status} = %s AND {locked_until} = %s RETURNING 1
-        ){tally}
+        ){tally}{announcement}
         INSERT INTO {sql.table(DeliveryLog)} ({sql.columns(DeliveryLog)})
         SELECT {sql.placeholders(DeliveryLog)} FROM still_ours
     """
+
+
+def _announcement_sql() -> str:
+    announcements, log = sql.table(JobAnnouncement), sql.column(JobAnnouncement, "delivery_log")
+    return f"INSERT INTO {announcements} ({log}) SELECT %s FROM still_ours"
 
 
 def take_due_for_requeue(*, now: datetime, next_requeue_at: datetime, batch_size: int) -> Sequence[tuple[UUID, int]]:
