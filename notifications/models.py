@@ -146,7 +146,10 @@ class JobAnnouncement(models.Model):
     job is announced once.
     """
 
-    delivery_log = models.ForeignKey(DeliveryLog, on_delete=models.CASCADE, related_name="+")
+    # Deleted with its job. Its log is deleted with the job too, in the same transaction (the reference is checked
+    # when that commits): deleting logs never has to look for announcements, so it stays one statement.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+")
+    delivery_log = models.ForeignKey(DeliveryLog, on_delete=models.DO_NOTHING, related_name="+")
 
     def __str__(self) -> str:
         return f"announcement of {self.delivery_log_id}"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -53,6 +55,40 @@ def task_publish(task: str, *arguments: str, priority: int, countdown: float | N
         _drop_producer()
         return error
     return None
+
+
+class CoalescedTask:
+    """A task without arguments that many calls in this process ask for, published once for all the calls of
+    ``interval`` seconds, by a thread of its own: a caller pays for setting a flag, not for a publish.
+
+    Every call is followed by a publish that starts after it: the thread clears the flag before it publishes, so a
+    call it did not see sets it again. The task's run sees what a caller committed before asking. A call made just
+    before the process dies can go unanswered: what the task was to do must be found by a sweeper too.
+    """
+
+    def __init__(self, task: str, *, priority: int, interval: float) -> None:
+        self.task = task
+        self._priority = priority
+        self._interval = interval
+        self._wanted = threading.Event()
+        self._guard = threading.Lock()
+        self._thread_pid: int | None = None  # the process the thread runs in: a forked child starts its own
+
+    def ask(self) -> None:
+        self._wanted.set()
+        with self._guard:
+            if self._thread_pid != os.getpid():
+                self._thread_pid = os.getpid()
+                threading.Thread(target=self._publish_forever, name=f"publish {self.task}", daemon=True).start()
+
+    def _publish_forever(self) -> None:
+        while True:
+            self._wanted.wait()
+            time.sleep(self._interval)  # the calls of the next moment share this publish
+            self._wanted.clear()
+            error = task_publish(self.task, priority=self._priority)
+            if error is not None:
+                logger.warning("Broker unreachable; %s is left to the sweeper: %s", self.task, error)
 
 
 def _leave_to_the_sweeper(job_id: UUID, *, countdown: float | None) -> None:

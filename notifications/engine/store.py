@@ -42,6 +42,7 @@ from suppressions.models import Suppression
 
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
 TALLY_FIELDS = ("account", "day", "completed", "failed")
+ANNOUNCEMENT_FIELDS = ("job", "delivery_log")
 NEXT_STATE_COLUMNS = tuple(field.name for field in fields(NextState))
 
 
@@ -94,7 +95,7 @@ def insert_failed(job: Job, *, failure: NextState, log: DeliveryLog, announced: 
         with connection.cursor() as cursor:
             cursor.execute(_tally_sql("WHERE true"), _tally_values(job, failure))
         if announced:
-            JobAnnouncement.objects.create(delivery_log=log)
+            JobAnnouncement.objects.create(job=job, delivery_log=log)
 
 
 @contextmanager
@@ -241,7 +242,7 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announc
     False, with nothing written, when the lease this claim took is no longer the job's.
     """
     tally = _tally_values(job, next_state)
-    announcement = [sql.db_value(JobAnnouncement, "delivery_log", log.id)] if announced and tally else []
+    announcement = _announcement_values(job, log) if announced and tally else []
     if connection.vendor == "postgresql":
         return _record_attempt_in_one_statement(
             job, next_state=next_state, log=log, tally=tally, announcement=announcement
@@ -255,7 +256,7 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announc
             with connection.cursor() as cursor:
                 cursor.execute(_tally_sql("WHERE true"), tally)
         if announcement:
-            JobAnnouncement.objects.create(delivery_log=log)
+            JobAnnouncement.objects.create(job=job, delivery_log=log)
         return True
 
 
@@ -317,9 +318,15 @@ def _record_attempt_sql(*, tallied: bool, announced: bool) -> str:
     """
 
 
+def _announcement_values(job: Job, log: DeliveryLog) -> list[Any]:
+    """The parameters of `_announcement_sql`, in ANNOUNCEMENT_FIELDS' order."""
+    return [sql.db_value(JobAnnouncement, "job", job.id), sql.db_value(JobAnnouncement, "delivery_log", log.id)]
+
+
 def _announcement_sql() -> str:
-    announcements, log = sql.table(JobAnnouncement), sql.column(JobAnnouncement, "delivery_log")
-    return f"INSERT INTO {announcements} ({log}) SELECT %s FROM still_ours"
+    columns = ", ".join(sql.column(JobAnnouncement, name) for name in ANNOUNCEMENT_FIELDS)
+    values = sql.in_list(len(ANNOUNCEMENT_FIELDS))
+    return f"INSERT INTO {sql.table(JobAnnouncement)} ({columns}) SELECT {values} FROM still_ours"
 
 
 def take_due_for_requeue(*, now: datetime, next_requeue_at: datetime, batch_size: int) -> Sequence[tuple[UUID, int]]:

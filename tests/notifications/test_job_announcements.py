@@ -1,0 +1,224 @@
+"""A finished job's announcement: written by the statement that records its last attempt, announced by a task behind
+every job, a batch a transaction, once (docs/event-endpoints.md, "How an event is stored: the outbox")."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from accounts.models import Account
+from core.signals import account_events
+from event_endpoints.models import Event, EventDelivery
+from event_endpoints.queue import DELIVER_EVENT_TASK
+from notifications.delivery.outcome import AttemptOutcome
+from notifications.engine import store
+from notifications.engine.processing import job_claim, job_record_attempt, jobs_sweep
+from notifications.engine.queue import LAST_STEP
+from notifications.models import DeliveryLog, Job, JobAnnouncement, JobType
+from notifications.outcomes import ANNOUNCE_INTERVAL_SECONDS, ANNOUNCE_TASK, finished_jobs_announce
+from notifications.services import finished_jobs_purge
+from staff.services import account_erase
+from tests.conftest import Client
+from tests.event_endpoints.test_event_delivery import subscribe
+from tests.fakes.receiver import Receiver
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("delivery_settings")]
+
+DELIVERED = AttemptOutcome(delivered=True, response_status=204, duration_ms=9, response_excerpt="")
+Messages = Callable[[], list[dict[str, Any]]]
+
+
+def _claimed(client: Client) -> tuple[Job, bool]:
+    job = Job.objects.create(account=client.account, type=JobType.WEBHOOK, payload={}, destination="example.com")
+    claim = job_claim(job_id=job.id)
+    assert claim is not None
+    return claim.job, claim.emits_events
+
+
+def _finished(client: Client, outcome: AttemptOutcome = DELIVERED) -> Job:
+    job, emits_events = _claimed(client)
+    assert job_record_attempt(job=job, outcome=outcome, emits_events=emits_events) in ("completed", "failed")
+    return job
+
+
+def _announce_tasks(broker_messages: Messages) -> list[dict[str, Any]]:
+    """The announcing tasks published within a few of their intervals (the jobs of one interval share one)."""
+    published: list[dict[str, Any]] = []
+    deadline = time.monotonic() + ANNOUNCE_INTERVAL_SECONDS * 5
+    while time.monotonic() < deadline:
+        published += [message for message in broker_messages() if message["task"] == ANNOUNCE_TASK]
+        time.sleep(ANNOUNCE_INTERVAL_SECONDS / 2)
+    return published
+
+
+@pytest.fixture
+def subscribed(free: Client, receiver: Receiver) -> Client:
+    subscribe(free, receiver, "job.completed", "job.failed")
+    free.account.refresh_from_db()
+    return free
+
+
+def test_the_record_statement_writes_the_announcement_and_the_task_waits_behind_every_job(
+    subscribed: Client, broker_messages: Messages
+) -> None:
+    job, emits_events = _claimed(subscribed)
+    assert emits_events
+
+    with CaptureQueriesContext(connection) as queries:
+        assert job_record_attempt(job=job, outcome=DELIVERED, emits_events=True) == "completed"
+
+    # The job, its log, its tally and its announcement: still one statement on PostgreSQL.
+    assert len(queries) == (1 if connection.vendor == "postgresql" else 6)
+    log = DeliveryLog.objects.get(job=job)
+    assert list(JobAnnouncement.objects.values_list("delivery_log_id", flat=True)) == [log.id]
+    assert not Event.objects.exists()  # the events are written later, by the announcing task
+    assert _announce_tasks(broker_messages) == [{"task": ANNOUNCE_TASK, "args": [], "priority": LAST_STEP}]
+
+
+def test_the_announcing_task_stores_each_event_once_and_empties_the_outbox(
+    subscribed: Client, broker_messages: Messages
+) -> None:
+    jobs = [_finished(subscribed) for _ in range(3)]
+    assert len(_announce_tasks(broker_messages)) == 1  # one task for the three
+
+    assert finished_jobs_announce(batch_size=2) == 3
+    assert finished_jobs_announce() == 0
+
+    assert not JobAnnouncement.objects.exists()
+    events = {event.data["id"]: event for event in Event.objects.all()}
+    assert set(events) == {str(job.id) for job in jobs}
+    assert {event.type for event in events.values()} == {"job.completed"}
+    assert {event.data["status"] for event in events.values()} == {"completed"}
+    assert EventDelivery.objects.count() == 3
+    delivered = [message for message in broker_messages() if message["task"] == DELIVER_EVENT_TASK]
+    assert len(delivered) == 3
+    assert {message["priority"] for message in delivered} == {LAST_STEP}
+
+
+def test_a_job_retried_before_it_is_announced_is_announced_as_it_finished(subscribed: Client) -> None:
+    job = _finished(subscribed, AttemptOutcome.failure("410 Gone", retryable=False, response_status=410))
+    assert store.requeue_failed(account=subscribed.account, job_id=job.id, requeue_at=timezone.now()) is not None
+
+    assert finished_jobs_announce() == 1
+
+    event = Event.objects.get()
+    assert event.type == "job.failed"
+    assert (event.data["id"], event.data["status"], event.data["attempts"]) == (str(job.id), "failed", 1)
+    assert event.data["errorMessage"] == "410 Gone"
+    assert event.data["completedAt"] is None
+    assert Job.objects.get(id=job.id).status == "pending"  # the job as it is now is not what was announced
+
+
+def test_an_attempt_that_leaves_the_job_unfinished_writes_no_announcement(
+    subscribed: Client, broker_messages: Messages
+) -> None:
+    _announce_tasks(broker_messages)  # the fixture's
+    job, emits_events = _claimed(subscribed)
+    failure = AttemptOutcome.failure("503 Service Unavailable", retryable=True)
+
+    assert job_record_attempt(job=job, outcome=failure, emits_events=emits_events) == "processing"
+
+    assert not JobAnnouncement.objects.exists()
+    assert _announce_tasks(broker_messages) == []
+
+
+def test_a_finished_job_of_an_account_without_endpoints_is_not_announced(
+    free: Client, broker_messages: Messages
+) -> None:
+    job, emits_events = _claimed(free)
+    assert not emits_events
+
+    job_record_attempt(job=job, outcome=DELIVERED, emits_events=emits_events)
+
+    assert not JobAnnouncement.objects.exists()
+    assert _announce_tasks(broker_messages) == []
+
+
+def test_the_sweeper_sends_the_task_again_for_an_announcement_left_waiting(
+    subscribed: Client, broker_messages: Messages
+) -> None:
+    job = _finished(subscribed)
+    assert _announce_tasks(broker_messages)  # and lost
+
+    jobs_sweep()
+    assert _announce_tasks(broker_messages) == []  # a fresh announcement's task may still be on its way
+
+    DeliveryLog.objects.filter(job=job).update(created_at=timezone.now() - timedelta(seconds=10))
+    jobs_sweep()
+    assert _announce_tasks(broker_messages) == [{"task": ANNOUNCE_TASK, "args": [], "priority": LAST_STEP}]
+
+
+@pytest.fixture
+def failing_once() -> Iterator[None]:
+    """An app listening to announcements that fails the first time: the batch it is part of is rolled back."""
+    calls = []
+
+    def listener(**_: object) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("listener failed")
+
+    account_events.connect(listener, dispatch_uid="failing-once")
+    yield
+    account_events.disconnect(dispatch_uid="failing-once")
+
+
+@pytest.mark.usefixtures("failing_once")
+def test_a_batch_that_fails_is_announced_whole_by_the_next_run(subscribed: Client) -> None:
+    _finished(subscribed)
+
+    with pytest.raises(RuntimeError):
+        finished_jobs_announce()
+    assert JobAnnouncement.objects.count() == 1
+    assert not Event.objects.exists()
+
+    assert finished_jobs_announce() == 1
+    assert Event.objects.count() == 1
+    assert not JobAnnouncement.objects.exists()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SKIP LOCKED: SQLite runs one writer at a time")
+def test_a_run_skips_the_announcements_another_run_holds(subscribed: Client) -> None:
+    _finished(subscribed)
+    held, release = threading.Event(), threading.Event()
+
+    def other_run() -> None:
+        with transaction.atomic():
+            list(JobAnnouncement.objects.select_for_update())
+            held.set()
+            release.wait(10)
+        connection.close()
+
+    thread = threading.Thread(target=other_run)
+    thread.start()
+    try:
+        assert held.wait(10)
+        assert finished_jobs_announce() == 0  # not waited for, not announced twice
+    finally:
+        release.set()
+        thread.join()
+    assert finished_jobs_announce() == 1
+    assert Event.objects.count() == 1
+
+
+def test_purging_or_erasing_jobs_not_yet_announced_takes_their_announcements(subscribed: Client) -> None:
+    purged = [_finished(subscribed), _finished(subscribed)]
+    assert JobAnnouncement.objects.count() == 2
+
+    list(finished_jobs_purge(finished_before=timezone.now() + timedelta(seconds=1)))
+    assert not Job.objects.filter(id__in=[job.id for job in purged]).exists()
+    assert not JobAnnouncement.objects.exists()
+
+    _finished(subscribed)
+    account_erase(account=Account.objects.get(id=subscribed.account.id))
+    assert not Job.objects.exists()
+    assert not JobAnnouncement.objects.exists()
+    assert finished_jobs_announce() == 0
