@@ -57,6 +57,7 @@ def task_publish(task: str, *arguments: str, priority: int, countdown: float | N
     return None
 
 
+# Off the framework's road: docs/departures.md, "coalesced-announcing".
 class CoalescedTask:
     """A task without arguments that many calls in this process ask for, published once for all the calls of
     ``interval`` seconds, by a thread of its own: a caller pays for setting a flag, not for a publish.

@@ -83,6 +83,14 @@ def test_the_record_statement_writes_the_announcement_and_the_task_waits_behind_
     assert _announce_tasks(broker_messages) == [{"task": ANNOUNCE_TASK, "args": [], "priority": LAST_STEP}]
 
 
+def test_a_job_finished_after_the_task_went_out_asks_for_another(subscribed: Client, broker_messages: Messages) -> None:
+    _finished(subscribed)
+    assert len(_announce_tasks(broker_messages)) == 1
+
+    _finished(subscribed)
+    assert len(_announce_tasks(broker_messages)) == 1
+
+
 def test_the_announcing_task_stores_each_event_once_and_empties_the_outbox(
     subscribed: Client, broker_messages: Messages
 ) -> None:
