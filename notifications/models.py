@@ -141,18 +141,20 @@ class DeliveryLog(models.Model):
 class JobAnnouncement(models.Model):
     """A job of an account with event endpoints that finished, waiting to be announced (notifications/outcomes.py).
 
-    Written by the statement that stores the job's last attempt, whose log says how it finished: a crash loses no
-    announcement, and the job pays one row, not the events' own. Deleted in the transaction that announces it, so a
-    job is announced once.
+    Written with the job's finishing state, by the same statement or transaction: a crash loses no announcement, and
+    the job pays one row, not the events' own. Deleted in the transaction that announces it, so a job is announced
+    once. It keeps the state the job finished in, as its event tells it: the job may be retried before the event is
+    written.
     """
 
-    # Deleted with its job. Its log is deleted with the job too, in the same transaction (the reference is checked
-    # when that commits): deleting logs never has to look for announcements, so it stays one statement.
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+")
-    delivery_log = models.ForeignKey(DeliveryLog, on_delete=models.DO_NOTHING, related_name="+")
+    status = models.CharField(max_length=12, choices=JobStatus.choices)
+    attempts = models.PositiveSmallIntegerField()
+    error_message = models.TextField(null=True, blank=True)
+    finished_at = models.DateTimeField()
 
     def __str__(self) -> str:
-        return f"announcement of {self.delivery_log_id}"
+        return f"{self.status} {self.job_id}"
 
 
 class DestinationHealth(models.Model):

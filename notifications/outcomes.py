@@ -19,7 +19,7 @@ from django.db import transaction
 from core.signals import AccountEvent, announce
 from notifications.engine.queue import LAST_STEP, CoalescedTask
 from notifications.engine.transitions import NextState
-from notifications.models import DeliveryLog, DeliveryStatus, Job, JobAnnouncement, JobStatus
+from notifications.models import Job, JobAnnouncement, JobStatus
 from notifications.serializers import JobSlimSerializer
 
 logger = logging.getLogger(__name__)
@@ -51,27 +51,28 @@ def _announce_batch(batch_size: int) -> int:
     with transaction.atomic():
         # Rows another run holds are its own: skipped, not waited for.
         waiting = JobAnnouncement.objects.select_for_update(skip_locked=True, of=("self",))
-        batch = list(waiting.select_related("delivery_log__job").order_by("id")[:batch_size])
+        batch = list(waiting.select_related("job").order_by("id")[:batch_size])
         by_account: defaultdict[int, list[AccountEvent]] = defaultdict(list)
         for announcement in batch:
-            log = announcement.delivery_log
-            by_account[log.job.account_id].append(job_finished_event(log.job, _finished_by(log)))
+            job = announcement.job
+            by_account[job.account_id].append(job_finished_event(job, _finished_as(announcement)))
         for account_id, events in by_account.items():
             announce(account_id=account_id, events=events)
         JobAnnouncement.objects.filter(id__in=[announcement.id for announcement in batch]).delete()
     return len(batch)
 
 
-def _finished_by(log: DeliveryLog) -> NextState:
-    """The state the attempt of ``log`` left its job in: the job itself may have been retried since."""
-    if log.status == DeliveryStatus.SUCCESS:
-        return NextState.completed(attempts=log.attempt, at=log.created_at)
-    return NextState.failed(attempts=log.attempt, at=log.created_at, error=log.error_message)
+def _finished_as(announcement: JobAnnouncement) -> NextState:
+    """The state the job finished in: the job itself may have been retried since."""
+    attempts, at = announcement.attempts, announcement.finished_at
+    if announcement.status == JobStatus.COMPLETED:
+        return NextState.completed(attempts=attempts, at=at)
+    return NextState.failed(attempts=attempts, at=at, error=announcement.error_message)
 
 
-def finished_jobs_left_waiting(*, logged_before: datetime) -> bool:
-    """Whether a job that finished before ``logged_before`` is still to be announced: its task was lost."""
-    return JobAnnouncement.objects.filter(delivery_log__created_at__lt=logged_before).exists()
+def finished_jobs_left_waiting(*, finished_before: datetime) -> bool:
+    """Whether a job that finished before ``finished_before`` is still to be announced: its task was lost."""
+    return JobAnnouncement.objects.filter(finished_at__lt=finished_before).exists()
 
 
 def job_finished_event(job: Job, finished: NextState) -> AccountEvent:

@@ -259,7 +259,7 @@ def jobs_sweep(*, batch_size: int = 1000) -> int:
     broker no longer holds; returns how many."""
     now = timezone.now()
     _bring_forward_lost_tasks(now=now, batch_size=batch_size)
-    if finished_jobs_left_waiting(logged_before=now - PUBLISHED_AND_UNCLAIMED):
+    if finished_jobs_left_waiting(finished_before=now - PUBLISHED_AND_UNCLAIMED):
         finished_jobs_announce_soon()
     due = store.take_due_for_requeue(
         now=now, next_requeue_at=now + _seconds("JOB_REQUEUE_AFTER_SECONDS"), batch_size=batch_size

@@ -42,7 +42,8 @@ from suppressions.models import Suppression
 
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
 TALLY_FIELDS = ("account", "day", "completed", "failed")
-ANNOUNCEMENT_FIELDS = ("job", "delivery_log")
+# A JobAnnouncement's: the job, then the columns of the state it finished in (NextState's names).
+ANNOUNCEMENT_FIELDS = ("job", "status", "attempts", "error_message", "finished_at")
 NEXT_STATE_COLUMNS = tuple(field.name for field in fields(NextState))
 
 
@@ -95,7 +96,7 @@ def insert_failed(job: Job, *, failure: NextState, log: DeliveryLog, announced: 
         with connection.cursor() as cursor:
             cursor.execute(_tally_sql("WHERE true"), _tally_values(job, failure))
         if announced:
-            JobAnnouncement.objects.create(job=job, delivery_log=log)
+            announcement_of(job, failure).save(force_insert=True)
 
 
 @contextmanager
@@ -242,7 +243,7 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announc
     False, with nothing written, when the lease this claim took is no longer the job's.
     """
     tally = _tally_values(job, next_state)
-    announcement = _announcement_values(job, log) if announced and tally else []
+    announcement = _announcement_values(job, next_state) if announced and tally else []
     if connection.vendor == "postgresql":
         return _record_attempt_in_one_statement(
             job, next_state=next_state, log=log, tally=tally, announcement=announcement
@@ -256,7 +257,7 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announc
             with connection.cursor() as cursor:
                 cursor.execute(_tally_sql("WHERE true"), tally)
         if announcement:
-            JobAnnouncement.objects.create(job=job, delivery_log=log)
+            announcement_of(job, next_state).save(force_insert=True)
         return True
 
 
@@ -305,7 +306,6 @@ def _record_attempt_in_one_statement(
 def _record_attempt_sql(*, tallied: bool, announced: bool) -> str:
     # The tally's row lock is taken last and held only until this statement commits.
     tally = f", tallied AS ({_tally_sql('FROM still_ours')})" if tallied else ""
-    # The announcement refers to the log this statement writes: PostgreSQL checks the reference once it has.
     announcement = f", announced AS ({_announcement_sql()})" if announced else ""
     job_id, status, locked_until = (sql.column(Job, name) for name in ("id", "status", "locked_until"))
     return f"""
@@ -318,9 +318,20 @@ def _record_attempt_sql(*, tallied: bool, announced: bool) -> str:
     """
 
 
-def _announcement_values(job: Job, log: DeliveryLog) -> list[Any]:
+def announcement_of(job: Job, finished: NextState) -> JobAnnouncement:
+    """The JobAnnouncement of ``job``, which ``finished`` finishes."""
+    return JobAnnouncement(job=job, **_announced_state(finished))
+
+
+def _announced_state(finished: NextState) -> dict[str, Any]:
+    """The columns of the state a JobAnnouncement keeps, in ANNOUNCEMENT_FIELDS' order after the job."""
+    return {name: getattr(finished, name) for name in ANNOUNCEMENT_FIELDS[1:]}
+
+
+def _announcement_values(job: Job, finished: NextState) -> list[Any]:
     """The parameters of `_announcement_sql`, in ANNOUNCEMENT_FIELDS' order."""
-    return [sql.db_value(JobAnnouncement, "job", job.id), sql.db_value(JobAnnouncement, "delivery_log", log.id)]
+    state = [sql.db_value(JobAnnouncement, name, value) for name, value in _announced_state(finished).items()]
+    return [sql.db_value(JobAnnouncement, "job", job.id), *state]
 
 
 def _announcement_sql() -> str:

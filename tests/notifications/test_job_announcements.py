@@ -78,7 +78,8 @@ def test_the_record_statement_writes_the_announcement_and_the_task_waits_behind_
     # The job, its log, its tally and its announcement: still one statement on PostgreSQL.
     assert len(queries) == (1 if connection.vendor == "postgresql" else 6)
     log = DeliveryLog.objects.get(job=job)
-    assert list(JobAnnouncement.objects.values_list("delivery_log_id", flat=True)) == [log.id]
+    announced = JobAnnouncement.objects.values_list("job_id", "status", "attempts", "error_message", "finished_at")
+    assert list(announced) == [(job.id, "completed", 1, None, log.created_at)]
     assert not Event.objects.exists()  # the events are written later, by the announcing task
     assert _announce_tasks(broker_messages) == [{"task": ANNOUNCE_TASK, "args": [], "priority": LAST_STEP}]
 
@@ -159,7 +160,7 @@ def test_the_sweeper_sends_the_task_again_for_an_announcement_left_waiting(
     jobs_sweep()
     assert _announce_tasks(broker_messages) == []  # a fresh announcement's task may still be on its way
 
-    DeliveryLog.objects.filter(job=job).update(created_at=timezone.now() - timedelta(seconds=10))
+    JobAnnouncement.objects.filter(job=job).update(finished_at=timezone.now() - timedelta(seconds=10))
     jobs_sweep()
     assert _announce_tasks(broker_messages) == [{"task": ANNOUNCE_TASK, "args": [], "priority": LAST_STEP}]
 
