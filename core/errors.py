@@ -257,6 +257,13 @@ class JobNotRetryable(NotFound):
     message = "Job not found or cannot be retried (must be in failed status)"
 
 
+class JobNotCancellable(NotFound):
+    """Missing, another account's, or not pending (claimed, finished): Cancel Job tells none of them apart."""
+
+    code = "job_not_cancellable"
+    message = "Job not found or cannot be cancelled (must be pending)"
+
+
 class DomainNotFound(NotFound):
     code = "domain_not_found"
     message = "No sender domain. Request one first."

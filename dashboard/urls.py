@@ -30,6 +30,7 @@ urlpatterns = [
     path("dashboard/jobs/", jobs.JobsView.as_view(), name="jobs"),
     path("dashboard/jobs/<uuid:job_id>/", jobs.JobView.as_view(), name="job"),
     path("dashboard/jobs/<uuid:job_id>/retry/", jobs.JobRetryView.as_view(), name="job-retry"),
+    path("dashboard/jobs/<uuid:job_id>/cancel/", jobs.JobCancelView.as_view(), name="job-cancel"),
     path("dashboard/suppressions/", suppressions.SuppressionsView.as_view(), name="suppressions"),
     path("dashboard/suppressions/remove/", suppressions.SuppressionRemoveView.as_view(), name="suppression-remove"),
     path("dashboard/events/", events.EventsView.as_view(), name="events"),

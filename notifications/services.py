@@ -19,7 +19,7 @@ from accounts.models import Account
 from accounts.selectors import signing_secrets_get
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
-from core.errors import EmailNotSent, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
+from core.errors import EmailNotSent, JobNotCancellable, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
 from core.public_url import public_url
 from notifications.delivery.http import is_refused_target, split_credentials
 from notifications.delivery.outcome import AttemptOutcome
@@ -42,6 +42,9 @@ from suppressions.selectors import suppression_reason
 from suppressions.services import suppressed_message
 
 REQUEUED_MESSAGE = "Job has been re-queued for processing"
+CANCELLED_MESSAGE = "Job has been cancelled"
+# A cancelled job's errorMessage.
+CANCELLED_ERROR = "Cancelled"
 NOT_RETRYABLE_MESSAGE = JobNotRetryable.message
 
 
@@ -205,6 +208,19 @@ def job_retry(*, account: Account, job_id: str) -> Job:
     if job is None:
         raise JobNotRetryable()
     transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
+    return job
+
+
+def job_cancel(*, account: Account, job_id: str) -> Job:
+    """Stops a pending job (queued, or waiting for its time) before any worker takes it: it fails with
+    CANCELLED_ERROR, no attempt made, and Retry Job can queue it again (docs/job-states.md, "Cancel")."""
+    parsed_id = parse_job_id(job_id)
+    cancelled = NextState.failed(attempts=0, at=timezone.now(), error=CANCELLED_ERROR)
+    job = store.cancel_pending(account=account, job_id=parsed_id, cancelled=cancelled) if parsed_id else None
+    if job is None:
+        raise JobNotCancellable()
+    if account.has_event_endpoints:
+        transaction.on_commit(finished_jobs_announce_soon)
     return job
 
 

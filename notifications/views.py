@@ -39,6 +39,7 @@ from core.errors import (
     AccountInactive,
     DuplicateRequest,
     FallbackNotConfigured,
+    JobNotCancellable,
     JobNotFound,
     JobNotRetryable,
     PlatformSenderOnly,
@@ -67,8 +68,10 @@ from notifications.serializers import (
     job_enum_field,
 )
 from notifications.services import (
+    CANCELLED_MESSAGE,
     REQUEUED_MESSAGE,
     email_job_create,
+    job_cancel,
     job_retry,
     webhook_job_create,
 )
@@ -146,7 +149,7 @@ ACCOUNT_HOLDER = Mount(
     error_descriptions=SESSION_ERROR_DESCRIPTIONS,
 )
 # The job operations, by their operation ids within a mount; a response's links lead to them.
-JOB_STATUS, JOB_LIST, JOB_RETRY = "jobs_retrieve", "jobs_list", "jobs_retry_create"
+JOB_STATUS, JOB_LIST, JOB_RETRY, JOB_CANCEL = "jobs_retrieve", "jobs_list", "jobs_retry_create", "jobs_cancel_create"
 # Where a response names a job, as runtime expressions.
 ACCEPTED_OR_REQUEUED_JOB = "$response.body#/data/jobId"
 SHOWN_JOB = "$response.body#/data/id"
@@ -161,10 +164,15 @@ def job_retry_link(operation_id: str, job_id: str) -> Link:
     return Link("RetryJob", operation_id, "Re-queue the job once it has failed.", {"job_id": job_id})
 
 
+def job_cancel_link(operation_id: str, job_id: str) -> Link:
+    return Link("CancelJob", operation_id, "Cancel the job while it is pending.", {"job_id": job_id})
+
+
 SEND_LINKS = response_links(
     202,
     job_status_link(API_CLIENT.operation_id(JOB_STATUS), ACCEPTED_OR_REQUEUED_JOB),
     job_retry_link(API_CLIENT.operation_id(JOB_RETRY), ACCEPTED_OR_REQUEUED_JOB),
+    job_cancel_link(API_CLIENT.operation_id(JOB_CANCEL), ACCEPTED_OR_REQUEUED_JOB),
 )
 
 
@@ -319,7 +327,7 @@ class JobDetailView(MountedView):
         responses={200: JobDetailSchema},
         errors=(400, 401, 403, 404, 429),
         error_descriptions={404: JOB_NOT_FOUND},
-        links=(job_retry_link(JOB_RETRY, SHOWN_JOB),),
+        links=(job_retry_link(JOB_RETRY, SHOWN_JOB), job_cancel_link(JOB_CANCEL, SHOWN_JOB)),
     )
 
     def get(self, request: Request, job_id: str) -> Response:
@@ -367,7 +375,11 @@ class JobListView(MountedView):
         responses={200: JobPageSchema},
         errors=(400, 401, 403, 429),
         error_descriptions={400: QUERY_REFUSED},
-        links=(job_status_link(JOB_STATUS, NEWEST_JOB_ON_PAGE), job_retry_link(JOB_RETRY, NEWEST_JOB_ON_PAGE)),
+        links=(
+            job_status_link(JOB_STATUS, NEWEST_JOB_ON_PAGE),
+            job_retry_link(JOB_RETRY, NEWEST_JOB_ON_PAGE),
+            job_cancel_link(JOB_CANCEL, NEWEST_JOB_ON_PAGE),
+        ),
     )
 
     def get(self, request: Request) -> Response:
@@ -380,10 +392,14 @@ class JobListView(MountedView):
         return Response(JobPageSerializer({"data": jobs, "pagination": page.pagination(total)}).data)
 
 
-JOB_REQUEUED = inline_serializer(
-    "JobRequeued",
-    {"jobId": serializers.CharField(), "status": job_enum_field("status"), "message": serializers.CharField()},
-)
+def _job_moved(component: str) -> Any:
+    """The answer of an operation that moves a job to another status: its id, that status, and a sentence."""
+    fields = {"jobId": serializers.CharField(), "status": job_enum_field("status"), "message": serializers.CharField()}
+    return inline_serializer(component, fields)
+
+
+JOB_REQUEUED = _job_moved("JobRequeued")
+JOB_CANCELLED = _job_moved("JobCancelled")
 
 
 class JobRetryView(MountedView):
@@ -405,12 +421,42 @@ class JobRetryView(MountedView):
             ),
             404: ErrorAnswer("No such job among the caller's jobs, or it is not in `failed` status.", JobNotRetryable),
         },
-        links=(job_status_link(JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB),),
+        links=(
+            job_status_link(JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB),
+            job_cancel_link(JOB_CANCEL, ACCEPTED_OR_REQUEUED_JOB),
+        ),
     )
 
     def post(self, request: Request, job_id: str) -> Response:
         job = job_retry(account=request_account(request), job_id=job_id)
         return Response({"jobId": str(job.id), "status": job.status, "message": REQUEUED_MESSAGE})
+
+
+class JobCancelView(MountedView):
+    openapi = OperationText(
+        operation=JOB_CANCEL,
+        summary={API_CLIENT: "Cancel a pending job", ACCOUNT_HOLDER: "Cancel one of your pending jobs"},
+        description=(
+            "Stops a job in `pending` status (queued, and not yet taken by a worker) before any attempt: it becomes "
+            "`failed` with `errorMessage` `Cancelled`, spends no attempt, and can be re-queued with Retry Job. A job "
+            "a worker has taken, or that has finished, cannot be cancelled."
+        ),
+        responses={200: JOB_CANCELLED},
+        errors=(400, 401, 403, 404, 411, 429),
+        error_descriptions={
+            404: ErrorAnswer(
+                "No such job among the caller's jobs, or it is not in `pending` status.", JobNotCancellable
+            )
+        },
+        links=(
+            job_status_link(JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB),
+            job_retry_link(JOB_RETRY, ACCEPTED_OR_REQUEUED_JOB),
+        ),
+    )
+
+    def post(self, request: Request, job_id: str) -> Response:
+        job = job_cancel(account=request_account(request), job_id=job_id)
+        return Response({"jobId": str(job.id), "status": job.status, "message": CANCELLED_MESSAGE})
 
 
 DASHBOARD_PERIODS = [7, 30, 90]

@@ -10,7 +10,14 @@ from core.api.views import SchemaView, api_not_found
 from core.metrics import MetricsView
 from domains.views import DomainView
 from notifications.observability import QueueCollector
-from notifications.views import ACCOUNT_HOLDER, DashboardStatsView, JobDetailView, JobListView, JobRetryView
+from notifications.views import (
+    ACCOUNT_HOLDER,
+    DashboardStatsView,
+    JobCancelView,
+    JobDetailView,
+    JobListView,
+    JobRetryView,
+)
 
 urlpatterns = [
     path("api/v1/health", HealthView.as_view(), name="health"),
@@ -25,6 +32,7 @@ urlpatterns = [
     path("api/v1/user/jobs", JobListView.as_view(mount=ACCOUNT_HOLDER), name="user-job-list"),
     path("api/v1/user/jobs/<str:job_id>", JobDetailView.as_view(mount=ACCOUNT_HOLDER), name="user-job-detail"),
     path("api/v1/user/jobs/<str:job_id>/retry", JobRetryView.as_view(mount=ACCOUNT_HOLDER), name="user-job-retry"),
+    path("api/v1/user/jobs/<str:job_id>/cancel", JobCancelView.as_view(mount=ACCOUNT_HOLDER), name="user-job-cancel"),
     path("api/v1/suppressions", include("suppressions.urls")),
     path("api/v1/event-endpoints", include("event_endpoints.urls")),
     path("api/v1/webhooks/", include("webhooks_inbound.urls")),

@@ -1,4 +1,4 @@
-"""The holder's jobs: a filtered list, one job with its attempts and events, and Retry."""
+"""The holder's jobs: a filtered list, one job with its attempts and events, Retry and Cancel."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dashboard.forms import JobFilterForm
 from dashboard.views.base import HolderView
 from notifications.models import JobStatus
 from notifications.selectors import job_get, job_page, owns_job
-from notifications.services import REQUEUED_MESSAGE, job_retry
+from notifications.services import CANCELLED_MESSAGE, REQUEUED_MESSAGE, job_cancel, job_retry
 
 JOBS_PER_PAGE = 25
 
@@ -64,20 +64,45 @@ class JobView(HolderView, TemplateView):
             "job": job,
             "payload": json.dumps(job.payload, indent=2, ensure_ascii=False),
             "can_retry": job.status == JobStatus.FAILED,
+            "can_cancel": job.status == JobStatus.PENDING,
         }
 
 
-class JobRetryView(HolderView, View):
-    """Retry with the API's rules (notifications.services.job_retry) and its words."""
+class JobActionView(HolderView, View):
+    """One of the API's operations on a job, with its rules and its words; back to the job's page."""
+
+    success_message: str
+
+    def act(self, job_id: UUID) -> None:
+        raise NotImplementedError
 
     def post(self, request: HttpRequest, job_id: UUID) -> HttpResponse:
         try:
-            job_retry(account=self.account, job_id=str(job_id))
+            self.act(job_id)
         except DomainError as error:
-            # Not failed (any more), or no provider to retry an email with; another account's job is not found.
+            # Not in the status the operation needs (any more), or, for Retry, no provider to send an email with;
+            # another account's job is not found.
             if not owns_job(account=self.account, job_id=job_id):
                 raise Http404("No such job") from None
             messages.error(request, error.message)
         else:
-            messages.success(request, REQUEUED_MESSAGE)
+            messages.success(request, self.success_message)
         return redirect("job", job_id=job_id)
+
+
+class JobRetryView(JobActionView):
+    """Retry with the API's rules (notifications.services.job_retry)."""
+
+    success_message = REQUEUED_MESSAGE
+
+    def act(self, job_id: UUID) -> None:
+        job_retry(account=self.account, job_id=str(job_id))
+
+
+class JobCancelView(JobActionView):
+    """Cancel with the API's rules (notifications.services.job_cancel)."""
+
+    success_message = CANCELLED_MESSAGE
+
+    def act(self, job_id: UUID) -> None:
+        job_cancel(account=self.account, job_id=str(job_id))

@@ -373,6 +373,24 @@ def bring_forward_unqueued(*, queued: int, published_before: datetime, now: date
     return Job.objects.filter(id__in=beyond_the_queue, requeue_at__lt=requeue_before).update(requeue_at=now)
 
 
+def cancel_pending(*, account: Account, job_id: UUID, cancelled: NextState) -> Job | None:
+    """Moves the account's job to ``cancelled`` (failed, no attempt made) if it is still pending, counted in its
+    day's DailyTally and, when the account has event endpoints, announced; None, with nothing written, if it is not.
+
+    A worker's claim takes only pending jobs too, by one conditional statement as this one: whichever commits first
+    wins, and the other finds the job no longer pending.
+    """
+    with transaction.atomic():
+        if not Job.objects.filter(id=job_id, account=account, status=JobStatus.PENDING).update(**cancelled.columns()):
+            return None
+        job = Job.objects.get(id=job_id)
+        with connection.cursor() as cursor:
+            cursor.execute(_tally_sql("WHERE true"), _tally_values(job, cancelled))
+        if account.has_event_endpoints:
+            announcement_of(job, cancelled).save(force_insert=True)
+    return job
+
+
 def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> Job | None:
     """Puts the account's failed job back to pending, attempts from zero, logs kept; None if it is not failed."""
     if not requeue_failed_jobs(account=account, job_ids=[job_id], requeue_at=requeue_at):

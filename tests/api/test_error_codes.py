@@ -418,6 +418,11 @@ def retry_of_unknown_job(request: pytest.FixtureRequest) -> Any:
     return client(request).post(f"/api/v1/notifications/jobs/{uuid.uuid4()}/retry")
 
 
+@answers("job_not_cancellable", 404, "Job not found or cannot be cancelled (must be pending)")
+def cancel_of_unknown_job(request: pytest.FixtureRequest) -> Any:
+    return client(request).post(f"/api/v1/notifications/jobs/{uuid.uuid4()}/cancel")
+
+
 @answers("retry_needs_provider_key", 400, PROVIDER_KEY_MESSAGE)
 def retry_of_paid_email_without_provider_key(request: pytest.FixtureRequest) -> Any:
     holder = client(request, Plan.STARTUP)

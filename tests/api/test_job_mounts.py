@@ -12,7 +12,7 @@ from django.urls import resolve
 
 from core.api.schema import ERROR_DESCRIPTIONS
 from core.api.views import Mount, MountedView
-from notifications.views import ACCOUNT_HOLDER, API_CLIENT, JobDetailView, JobListView, JobRetryView
+from notifications.views import ACCOUNT_HOLDER, API_CLIENT, JobCancelView, JobDetailView, JobListView, JobRetryView
 from tests.clients import APIClient
 
 # Where each mount serves the job operations, and how its URL names begin.
@@ -22,6 +22,7 @@ OPERATIONS = [
     (JobListView, "get", "/jobs", "job-list"),
     (JobDetailView, "get", "/jobs/{job_id}", "job-detail"),
     (JobRetryView, "post", "/jobs/{job_id}/retry", "job-retry"),
+    (JobCancelView, "post", "/jobs/{job_id}/cancel", "job-cancel"),
 ]
 # Where the two mounts' operations may differ, by JSON pointer: the ids (the operation's and its links' targets'),
 # the words, the tag (the first part of the mount's path), the session the holder's takes beside a key, and what

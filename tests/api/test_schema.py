@@ -48,6 +48,7 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/notifications/jobs", "get"): (KEY_ONLY, EVERY_CALLER),
     ("/api/v1/notifications/jobs/{job_id}", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/notifications/jobs/{job_id}/retry", "post"): (KEY_ONLY, EVERY_CALLER | {404, 411}),
+    ("/api/v1/notifications/jobs/{job_id}/cancel", "post"): (KEY_ONLY, EVERY_CALLER | {404, 411}),
     ("/api/v1/suppressions", "get"): (KEY_ONLY, EVERY_CALLER),
     ("/api/v1/suppressions", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
     ("/api/v1/suppressions/{email}", "delete"): (KEY_ONLY, EVERY_CALLER | {404}),
@@ -60,6 +61,7 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/user/jobs", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/jobs/{job_id}", "get"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
     ("/api/v1/user/jobs/{job_id}/retry", "post"): (ACCOUNT_HOLDER, EVERY_CALLER | {404, 411}),
+    ("/api/v1/user/jobs/{job_id}/cancel", "post"): (ACCOUNT_HOLDER, EVERY_CALLER | {404, 411}),
     ("/api/v1/user/domain/status", "get"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
     ("/api/v1/user/domain", "get"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
     ("/api/v1/user/domain", "delete"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),
@@ -431,19 +433,22 @@ def test_get_job_status_documents_the_email_events(schema: dict[str, Any]) -> No
 
 
 RESPONSE_BODY = "$response.body#"
-JOB_LINKS = {"notifications_jobs_retrieve", "notifications_jobs_retry_create"}
-USER_JOB_LINKS = {"user_jobs_retrieve", "user_jobs_retry_create"}
+JOB_LINKS = {"notifications_jobs_retrieve", "notifications_jobs_retry_create", "notifications_jobs_cancel_create"}
+USER_JOB_LINKS = {"user_jobs_retrieve", "user_jobs_retry_create", "user_jobs_cancel_create"}
 DOMAIN_LINKS = {"user_domain_retrieve", "user_domain_verify_create", "user_domain_destroy"}
-# The operations a success links to, by the operation answering: a job's status and retry, a domain's next steps.
+# The operations a success links to, by the operation answering: a job's status, retry and cancel, a domain's next
+# steps.
 LINKS = {
     "notifications_email_create": JOB_LINKS,
     "notifications_webhook_create": JOB_LINKS,
     "notifications_jobs_list": JOB_LINKS,
-    "notifications_jobs_retrieve": {"notifications_jobs_retry_create"},
-    "notifications_jobs_retry_create": {"notifications_jobs_retrieve"},
+    "notifications_jobs_retrieve": JOB_LINKS - {"notifications_jobs_retrieve"},
+    "notifications_jobs_retry_create": JOB_LINKS - {"notifications_jobs_retry_create"},
+    "notifications_jobs_cancel_create": JOB_LINKS - {"notifications_jobs_cancel_create"},
     "user_jobs_list": USER_JOB_LINKS,
-    "user_jobs_retrieve": {"user_jobs_retry_create"},
-    "user_jobs_retry_create": {"user_jobs_retrieve"},
+    "user_jobs_retrieve": USER_JOB_LINKS - {"user_jobs_retrieve"},
+    "user_jobs_retry_create": USER_JOB_LINKS - {"user_jobs_retry_create"},
+    "user_jobs_cancel_create": USER_JOB_LINKS - {"user_jobs_cancel_create"},
     "user_domain_request_create": DOMAIN_LINKS,
     "user_domain_retrieve": DOMAIN_LINKS - {"user_domain_retrieve"},
     "user_domain_status_retrieve": DOMAIN_LINKS - {"user_domain_retrieve"},

@@ -1,4 +1,4 @@
-"""The holder's jobs in a real browser: the list's filters and pages, a job's page, Retry, and the home page."""
+"""The holder's jobs in a real browser: the list's filters and pages, a job's page, Retry, Cancel, and the home page."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from accounts.models import Account
 from accounts.plans import Plan
 from accounts.services import account_create
 from notifications.models import DailyTally, DeliveryStatus, Job, JobStatus, JobType
+from notifications.services import CANCELLED_MESSAGE
+from tests.browser.pages import PHONE_WIDTH, expect_no_sideways_scrolling
 from tests.browser.walk import expect_filters, filter_jobs, job_field, listed_jobs, open_job, retry_job
 from tests.factories import DeliveryLogFactory, FailedJobFactory, JobFactory
 
@@ -156,6 +158,29 @@ def test_retry_requeues_a_failed_job(page: Page, holder: Account) -> None:
     expect(attempts_table(page)).to_have_count(3)  # the logs stay
     job.refresh_from_db()
     assert (job.status, job.attempts, job.error_message, job.completed_at) == (JobStatus.PENDING, 0, None, None)
+
+
+@pytest.mark.parametrize("width", [1280, PHONE_WIDTH])
+def test_cancel_stops_a_pending_job_which_can_then_be_retried(page: Page, holder: Account, width: int) -> None:
+    job = JobFactory(account=holder, type=JobType.WEBHOOK, status=JobStatus.PENDING)
+    page.set_viewport_size({"width": width, "height": 900})
+    open_job(page, str(job.id))
+    expect(job_field(page, "Status")).to_have_text("pending")
+    expect(page.get_by_role("button", name="Retry")).to_have_count(0)
+    expect_no_sideways_scrolling(page, width)
+
+    page.get_by_role("button", name="Cancel job").click()
+
+    expect(page.get_by_role("status")).to_have_text(CANCELLED_MESSAGE)
+    expect(job_field(page, "Status")).to_have_text("failed")
+    expect(job_field(page, "Last error")).to_have_text("Cancelled")
+    expect(page.get_by_role("button", name="Cancel job")).to_have_count(0)
+    expect(attempts_table(page)).to_have_count(0)  # no attempt was made
+    expect_no_sideways_scrolling(page, width)
+    retry_job(page)
+    expect(job_field(page, "Status")).to_have_text("pending")
+    job.refresh_from_db()
+    assert (job.status, job.error_message) == (JobStatus.PENDING, None)
 
 
 def test_another_accounts_job_is_not_found(page: Page, holder: Account, stranger: Account) -> None:

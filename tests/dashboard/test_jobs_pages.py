@@ -1,4 +1,4 @@
-"""The home page's chart and recent jobs, the jobs list, a job's page and Retry."""
+"""The home page's chart and recent jobs, the jobs list, a job's page, Retry and Cancel."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from django.test import Client as Browser
 from django.utils import timezone
 
 from accounts.models import Account
-from core.errors import ProviderKeyRequired
+from core.errors import JobNotCancellable, ProviderKeyRequired
 from dashboard.chart import scale_max
 from notifications.models import DailyTally, Job, JobStatus, JobType
-from notifications.services import NOT_RETRYABLE_MESSAGE, REQUEUED_MESSAGE
+from notifications.services import CANCELLED_MESSAGE, NOT_RETRYABLE_MESSAGE, REQUEUED_MESSAGE
 from tests.conftest import Client
 from tests.dashboard.pages import page_html, page_text
 from tests.factories import DeliveryLogFactory, EmailEventFactory, FailedJobFactory, JobFactory
@@ -301,3 +301,47 @@ def test_retry_needs_the_csrf_token(startup: Client) -> None:
 
     assert browser.post(f"/dashboard/jobs/{job.id}/retry/").status_code == 403
     assert Job.objects.get(id=job.id).status == JobStatus.FAILED
+
+
+def test_cancel_stops_a_pending_job_and_says_so(holder: Holder) -> None:
+    browser, account = holder
+    job = JobFactory(account=account, status=JobStatus.PENDING)
+    assert "Cancel job" in page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
+
+    answer = browser.post(f"/dashboard/jobs/{job.id}/cancel/", follow=True)
+
+    job.refresh_from_db()
+    assert answer.redirect_chain == [(f"/dashboard/jobs/{job.id}/", 302)]
+    assert CANCELLED_MESSAGE in page_text(answer)
+    assert (job.status, job.error_message, job.attempts) == (JobStatus.FAILED, "Cancelled", 0)
+    shown = page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
+    assert "Cancel job" not in shown
+    assert "Retry" in shown
+
+
+def test_cancel_of_a_job_a_worker_took_says_why(holder: Holder) -> None:
+    browser, account = holder
+    job = JobFactory(account=account, status=JobStatus.PROCESSING)
+    assert "Cancel job" not in page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
+
+    answer = browser.post(f"/dashboard/jobs/{job.id}/cancel/", follow=True)
+
+    assert JobNotCancellable.message in page_text(answer)
+    assert Job.objects.get(id=job.id).status == JobStatus.PROCESSING
+
+
+def test_cancel_of_another_accounts_job_is_404(holder: Holder, free: Client) -> None:
+    browser, _ = holder
+    theirs = JobFactory(account=free.account, status=JobStatus.PENDING)
+
+    assert browser.post(f"/dashboard/jobs/{theirs.id}/cancel/").status_code == 404
+    assert Job.objects.get(id=theirs.id).status == JobStatus.PENDING
+
+
+def test_cancel_needs_the_csrf_token(startup: Client) -> None:
+    browser = Browser(enforce_csrf_checks=True)
+    browser.force_login(startup.account.user)
+    job = JobFactory(account=startup.account, status=JobStatus.PENDING)
+
+    assert browser.post(f"/dashboard/jobs/{job.id}/cancel/").status_code == 403
+    assert Job.objects.get(id=job.id).status == JobStatus.PENDING
