@@ -64,9 +64,13 @@ class Job(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # While a retry waits: when the next attempt is due (shown to clients as nextAttemptAt).
     next_attempt_at = models.DateTimeField(null=True, blank=True)
-    # No worker may claim the job before this: the delivering worker's lease, or a retry's due time.
+    # When a scheduled send (``sendAt``) goes out; null for a job sent at once. Shown as ``scheduledFor``.
+    scheduled_for = models.DateTimeField(null=True, blank=True)
+    # No worker may claim the job before this: the delivering worker's lease, a retry's due time, or a scheduled
+    # send's time.
     locked_until = models.DateTimeField(null=True, blank=True)
-    # When the sweeper re-sends the job's task if it is still unfinished (the broker may have lost it).
+    # When the dispatcher sends the job's task if it is still unfinished: a scheduled send's time, or a moment after
+    # the task went out, in case the broker lost it (docs/delivery-engine.md, "The dispatcher").
     requeue_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

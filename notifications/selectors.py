@@ -26,6 +26,7 @@ SLIM_FIELDS = [
     "error_message",
     "created_at",
     "completed_at",
+    "scheduled_for",
 ]
 
 

@@ -68,6 +68,8 @@ class JobSlimSerializer(serializers.Serializer):
     errorMessage = serializers.CharField(source="error_message", allow_null=True)
     createdAt = IsoDateTimeField(source="created_at")
     completedAt = IsoDateTimeField(source="completed_at", allow_null=True)
+    # A scheduled send's time (sendAt); null for a job sent at once.
+    scheduledFor = IsoDateTimeField(source="scheduled_for", allow_null=True)
 
 
 # The payload as the owner sent it, a webhook's secret header values included; stored, they are masked.

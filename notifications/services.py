@@ -99,6 +99,7 @@ def email_job_create(
     provider: str | None = None,
     fallback: str | None = None,
     idempotency_key: str | None = None,
+    send_at: datetime | None = None,
 ) -> Job:
     email_routing_check(account=account, sender=sender, priority=priority, provider=provider, fallback=fallback)
     payload: dict[str, Any] = {"to": to, "subject": subject, "body": body}
@@ -112,6 +113,7 @@ def email_job_create(
         idempotency_key=idempotency_key,
         provider=provider,
         fallback=fallback,
+        send_at=send_at,
     )
     if reason := suppression_reason(account_id=account.pk, email=to):
         return _job_failed_on_arrival(job, error=suppressed_message(reason))
@@ -127,6 +129,7 @@ def webhook_job_create(
     headers: dict[str, str] | None = None,
     priority: int | None = None,
     idempotency_key: str | None = None,
+    send_at: datetime | None = None,
 ) -> Job:
     masked_url, credentials = split_credentials(url)
     stored_headers, secret_headers = split_secret_headers(headers or {})
@@ -138,6 +141,7 @@ def webhook_job_create(
         idempotency_key=idempotency_key,
         url_credentials=encrypt(credentials) if credentials else None,
         secret_headers=secret_headers,
+        send_at=send_at,
     )
     return _job_create(job)
 
@@ -157,7 +161,11 @@ def _new_job(
     fallback: str | None = None,
     url_credentials: str | None = None,
     secret_headers: str | None = None,
+    send_at: datetime | None = None,
 ) -> Job:
+    """The job to store; a ``send_at`` still to come makes it a scheduled send (docs/rules.md, "Scheduled sends"):
+    no worker may claim it before then, and the dispatcher sends its task then."""
+    scheduled_for = send_at if send_at is not None and send_at > timezone.now() else None
     return Job(
         account=account,
         type=type,
@@ -169,7 +177,9 @@ def _new_job(
         fallback=fallback,
         url_credentials=url_credentials,
         secret_headers=secret_headers,
-        requeue_at=_requeue_time(),
+        scheduled_for=scheduled_for,
+        locked_until=scheduled_for,
+        requeue_at=scheduled_for or _requeue_time(),
     )
 
 
@@ -177,8 +187,9 @@ def _job_create(job: Job) -> Job:
     """Stores the job, spends quota and queues it once committed; a duplicate or a refusal leaves no trace."""
     store.insert(job, counted=_counts_against_quota(account=job.account, job_type=job.type))
     job_accepted(job.type)
-    # Outside a transaction this sends at once; inside a caller's, when it commits.
-    transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
+    if job.scheduled_for is None:
+        # Outside a transaction this sends at once; inside a caller's, when it commits.
+        transaction.on_commit(partial(job_enqueue, job_id=job.id, priority=job.priority))
     return job
 
 

@@ -12,7 +12,13 @@ from django.utils import timezone
 
 from core.errors import EmailNotSent
 from notifications.engine.health import ALERT_TASK
-from notifications.engine.processing import CLAIM_RETRY_MAX_SECONDS, ClaimUnavailable, job_process, jobs_sweep
+from notifications.engine.processing import (
+    CLAIM_RETRY_MAX_SECONDS,
+    ClaimUnavailable,
+    job_process,
+    jobs_dispatch,
+    jobs_sweep,
+)
 from notifications.engine.queue import DELIVER_TASK
 from notifications.outcomes import ANNOUNCE_TASK, finished_jobs_announce
 from notifications.services import failing_destination_alert, finished_jobs_purge
@@ -39,6 +45,11 @@ def announce_finished_jobs() -> int:
 @shared_task(name="notifications.sweep_jobs")
 def sweep_jobs() -> int:
     return jobs_sweep()
+
+
+@shared_task(name="notifications.dispatch_jobs")
+def dispatch_jobs() -> int:
+    return jobs_dispatch()
 
 
 @shared_task(name="notifications.purge_jobs")

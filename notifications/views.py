@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -20,6 +22,7 @@ from core.api.fields import (
     OneOfField,
     PositiveIntegerParamField,
     TextField,
+    ZonedDateTimeField,
     text_schema,
 )
 from core.api.pages import Page, PageQuery, page_parameters
@@ -88,6 +91,30 @@ SECRET_NAME_PARTS_TEXT = ", ".join(f"`{part}`" for part in SECRET_NAME_PARTS[:-1
 
 def priority_field() -> OneOfField:
     return OneOfField(choices=Priority.values, required=False)
+
+
+# The furthest ahead a send may be scheduled.
+SEND_AT_MAX_AHEAD = timedelta(days=30)
+
+
+class SendAtField(ZonedDateTimeField):
+    """When a send goes out (docs/rules.md, "Scheduled sends"): at most SEND_AT_MAX_AHEAD from now; a past time
+    sends at once."""
+
+    def __init__(self) -> None:
+        super().__init__(required=False)
+
+    def to_internal_value(self, data: Any) -> datetime:
+        moment = super().to_internal_value(data)
+        if moment > timezone.now() + SEND_AT_MAX_AHEAD:
+            self.reject("{name} must be within 30 days")
+        return moment
+
+
+SEND_AT_TEXT = (
+    "`sendAt` (an ISO 8601 date-time with its zone, at most 30 days ahead) schedules the job: it stays `pending`, "
+    "shown with `scheduledFor`, until then, and can be cancelled until it goes out. A time already past sends at once."
+)
 
 
 def idempotency_key_field() -> TextField:
@@ -222,6 +249,7 @@ class SendEmailView(SendView):
         idempotencyKey = idempotency_key_field()
         provider = provider_field()
         fallback = provider_field()
+        sendAt = SendAtField()
 
         def get_fields(self) -> dict[str, serializers.Field]:
             # Declared here because "from" is a Python keyword; placed after "body" so
@@ -247,7 +275,8 @@ class SendEmailView(SendView):
             "On the Free plan the sender is always the platform's `noreply` address, and `priority`, "
             "`provider` and `fallback` are not allowed. On a paid plan the account needs a provider key and "
             "a verified sending domain; `from` must be on that domain. `provider` forces the email through "
-            "that provider only, `fallback` (which requires `provider`) is tried if it fails."
+            "that provider only, `fallback` (which requires `provider`) is tried if it fails.\n\n"
+            f"{SEND_AT_TEXT}"
         ),
         request=InputSerializer,
         responses={202: JobAcceptedSerializer, **EMAIL_SEND_ERRORS},
@@ -267,6 +296,7 @@ class SendEmailView(SendView):
             provider=data.get("provider"),
             fallback=data.get("fallback"),
             idempotency_key=data.get("idempotencyKey"),
+            send_at=data.get("sendAt"),
         )
 
 
@@ -279,6 +309,7 @@ class SendWebhookView(SendView):
         headers = HeadersField(required=False)
         priority = priority_field()
         idempotencyKey = idempotency_key_field()
+        sendAt = SendAtField()
 
         def validate_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
             if len(json_bytes(payload)) > WEBHOOK_PAYLOAD_MAX_BYTES:
@@ -293,7 +324,8 @@ class SendWebhookView(SendView):
             "a 5xx answer, a network error or a timeout is retried, up to 3 attempts; a 4xx answer fails it "
             "at once. With a signing secret set, each delivery is signed.\n\n"
             f"A header whose name contains {SECRET_NAME_PARTS_TEXT}, in any case, carries a credential: it is "
-            "stored encrypted and shown to NotifyHub's staff as `***`; Get job status shows it to you as sent."
+            "stored encrypted and shown to NotifyHub's staff as `***`; Get job status shows it to you as sent.\n\n"
+            f"{SEND_AT_TEXT}"
         ),
         request=InputSerializer,
         responses={202: JobAcceptedSerializer, **WEBHOOK_SEND_ERRORS},
@@ -311,6 +343,7 @@ class SendWebhookView(SendView):
             headers=data.get("headers"),
             priority=data.get("priority"),
             idempotency_key=data.get("idempotencyKey"),
+            send_at=data.get("sendAt"),
         )
 
 

@@ -220,6 +220,8 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "inte
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 JOB_SWEEP_INTERVAL_SECONDS = env_int("JOB_SWEEP_INTERVAL_SECONDS", 5, minimum=1)
+# How often the dispatcher sends the tasks of scheduled sends whose time has come (docs/delivery-engine.md).
+JOB_DISPATCH_INTERVAL_SECONDS = env_int("JOB_DISPATCH_INTERVAL_SECONDS", 1, minimum=1)
 # Jobs that finished more than this many days ago are deleted once a day (docs/operations.md, "Retention");
 # 0 or an empty value keeps them for ever.
 JOB_RETENTION_DAYS = env_int("JOB_RETENTION_DAYS", 90) if env_str("JOB_RETENTION_DAYS", "90").strip() else 0
@@ -228,6 +230,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "notifications.sweep_jobs",
         "schedule": JOB_SWEEP_INTERVAL_SECONDS,
         "options": {"expires": JOB_SWEEP_INTERVAL_SECONDS},
+    },
+    "dispatch-jobs": {
+        "task": "notifications.dispatch_jobs",
+        "schedule": JOB_DISPATCH_INTERVAL_SECONDS,
+        "options": {"expires": JOB_DISPATCH_INTERVAL_SECONDS},
     },
     "sweep-event-deliveries": {
         "task": "event_endpoints.sweep_deliveries",

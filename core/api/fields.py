@@ -294,6 +294,24 @@ def is_domain_name(name: str) -> bool:
     return DOMAIN_NAME.fullmatch(ascii_name) is not None
 
 
+@extend_schema_field({"type": "string", "format": "date-time"})
+class ZonedDateTimeField(StrictField):
+    """An ISO 8601 date-time with its zone (``Z`` or an offset): a time without one would be a guess."""
+
+    invalid_message = "{name} must be an ISO 8601 date-time"
+
+    def to_internal_value(self, data: Any) -> datetime:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        try:
+            moment = datetime.fromisoformat(data)
+        except ValueError:
+            self.fail("invalid")
+        if moment.tzinfo is None:
+            self.fail("invalid")
+        return moment
+
+
 class IsoDateTimeField(serializers.DateTimeField):
     def to_representation(self, value: datetime | None) -> str | None:  # type: ignore[override]
         return iso_utc_or_none(value)

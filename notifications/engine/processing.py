@@ -255,20 +255,31 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome, emits_events: bool 
 
 
 def jobs_sweep(*, batch_size: int = 1000) -> int:
-    """Re-sends the tasks of unfinished jobs whose requeue time has passed, and of pending jobs whose task the
-    broker no longer holds; returns how many."""
+    """Finds the pending jobs whose task the broker no longer holds and the finished jobs whose announcement was
+    not asked for, then dispatches; returns how many tasks it sent."""
     now = timezone.now()
     _bring_forward_lost_tasks(now=now, batch_size=batch_size)
     if finished_jobs_left_waiting(finished_before=now - PUBLISHED_AND_UNCLAIMED):
         finished_jobs_announce_soon()
-    due = store.take_due_for_requeue(
-        now=now, next_requeue_at=now + _seconds("JOB_REQUEUE_AFTER_SECONDS"), batch_size=batch_size
-    )
-    for job_id, priority in due:
-        job_enqueue(job_id=job_id, priority=priority)
-    if due:
-        logger.info("Sweeper re-sent %d job(s)", len(due))
-    return len(due)
+    return jobs_dispatch(batch_size=batch_size)
+
+
+def jobs_dispatch(*, batch_size: int = 1000) -> int:
+    """Sends the task of every unfinished job whose requeue time has passed, ``batch_size`` a statement: scheduled
+    sends whose time has come, and jobs whose task the broker may have lost; returns how many
+    (docs/delivery-engine.md, "The dispatcher")."""
+    now = timezone.now()
+    next_requeue_at = now + _seconds("JOB_REQUEUE_AFTER_SECONDS")
+    sent = 0
+    while due := store.take_due_for_requeue(now=now, next_requeue_at=next_requeue_at, batch_size=batch_size):
+        for job_id, priority in due:
+            job_enqueue(job_id=job_id, priority=priority)
+        sent += len(due)
+        if len(due) < batch_size:
+            break
+    if sent:
+        logger.info("Dispatcher sent %d job(s)", sent)
+    return sent
 
 
 def _bring_forward_lost_tasks(*, now: datetime, batch_size: int) -> None:

@@ -21,7 +21,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Model, QuerySet
+from django.db.models import F, Model, Q, QuerySet
 
 from accounts.models import Account, SigningSecret, UsagePeriod
 from accounts.selectors import current_period
@@ -143,7 +143,8 @@ def _insert_taking_unit_sql() -> str:
 
 
 def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until: datetime) -> Claim | None:
-    """Takes the job for one attempt: pending, or processing with its lock over by ``claimable_until``.
+    """Takes the job for one attempt, pending or processing, unless it is locked beyond ``claimable_until`` (an
+    attempt under way, a retry or a scheduled send not yet due).
 
     One statement claims the row and returns it with the account's encrypted signing secrets, whether the account
     may still send, for an email why its recipient is suppressed, whether the account has event endpoints, and the
@@ -204,7 +205,7 @@ def _claim_sql() -> str:
         UPDATE {jobs}
         SET {status} = %s, {started_at} = COALESCE({started_at}, %s), {locked_until} = %s, {next_attempt_at} = NULL,
             {requeue_at} = %s, {claims} = {claims} + 1
-        WHERE {job_id} = %s AND ({status} = %s OR ({status} = %s AND {locked_until} <= %s))
+        WHERE {job_id} = %s AND {status} IN (%s, %s) AND ({locked_until} IS NULL OR {locked_until} <= %s)
         RETURNING {sql.columns(Job)},
             (SELECT {secrets}.{secret} || CASE WHEN {secrets}.{previous_until} > %s THEN ' ' || {secrets}.{previous}
                                                    ELSE '' END
@@ -368,7 +369,9 @@ def bring_forward_unqueued(*, queued: int, published_before: datetime, now: date
     (the copy claims nothing), and a lost one can wait for its requeue time.
     """
     requeue_before = published_before + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS)
-    last_published_first = Job.objects.filter(status=JobStatus.PENDING, requeue_at__gt=now).order_by("-requeue_at")
+    # A scheduled send is not published before its time: only the pending jobs whose time has come are in the queue.
+    due = Job.objects.filter(Q(locked_until__isnull=True) | Q(locked_until__lte=now), status=JobStatus.PENDING)
+    last_published_first = due.filter(requeue_at__gt=now).order_by("-requeue_at")
     beyond_the_queue = last_published_first.values("id")[queued : queued + batch_size]
     return Job.objects.filter(id__in=beyond_the_queue, requeue_at__lt=requeue_before).update(requeue_at=now)
 

@@ -76,12 +76,12 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
 REQUEST_BODIES = {
     ("/api/v1/notifications/email", "post"): (
         "EmailRequest",
-        {"to", "subject", "body", "from", "priority", "idempotencyKey", "provider", "fallback"},
+        {"to", "subject", "body", "from", "priority", "idempotencyKey", "provider", "fallback", "sendAt"},
         {"to", "subject", "body"},
     ),
     ("/api/v1/notifications/webhook", "post"): (
         "WebhookRequest",
-        {"url", "payload", "method", "headers", "priority", "idempotencyKey"},
+        {"url", "payload", "method", "headers", "priority", "idempotencyKey", "sendAt"},
         {"url", "payload"},
     ),
     ("/api/v1/user/domain/request", "post"): ("DomainRequest", {"domain"}, {"domain"}),

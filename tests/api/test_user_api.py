@@ -49,6 +49,7 @@ def test_the_job_list_is_the_callers_by_session_or_key_with_the_filters_and_page
         "errorMessage",
         "createdAt",
         "completedAt",
+        "scheduledFor",
     }
 
 

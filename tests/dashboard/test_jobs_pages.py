@@ -345,3 +345,16 @@ def test_cancel_needs_the_csrf_token(startup: Client) -> None:
 
     assert browser.post(f"/dashboard/jobs/{job.id}/cancel/").status_code == 403
     assert Job.objects.get(id=job.id).status == JobStatus.PENDING
+
+
+def test_a_scheduled_job_shows_when_it_goes_out_on_its_page_and_in_the_list(holder: Holder) -> None:
+    browser, account = holder
+    send_at = (timezone.now() + timedelta(hours=3)).replace(microsecond=0)
+    job = JobFactory(account=account, status=JobStatus.PENDING, scheduled_for=send_at, locked_until=send_at)
+
+    shown = page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
+    listed = page_text(browser.get("/dashboard/jobs/"))
+
+    assert f"Scheduled for {send_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" in shown
+    assert "Cancel job" in shown
+    assert f"pending for {send_at.astimezone(UTC):%b %-d, %H:%M}" in listed

@@ -13,7 +13,18 @@ from tests.conftest import Client
 from tests.factories import DeliveryLogFactory, FailedJobFactory, JobFactory
 
 JOBS = "/api/v1/notifications/jobs"
-SLIM_KEYS = {"id", "type", "status", "destination", "priority", "attempts", "errorMessage", "createdAt", "completedAt"}
+SLIM_KEYS = {
+    "id",
+    "type",
+    "status",
+    "destination",
+    "priority",
+    "attempts",
+    "errorMessage",
+    "createdAt",
+    "completedAt",
+    "scheduledFor",
+}
 
 
 def test_get_job_returns_every_field(free: Client) -> None:
@@ -29,7 +40,12 @@ def test_get_job_returns_every_field(free: Client) -> None:
     assert data["destination"] == "hooks.example.com"
     assert data["maxAttempts"] == 3
     assert data["payload"]["payload"] == {"event": "signup", "id": 42}
-    assert (data["startedAt"], data["completedAt"], data["errorMessage"]) == (None, None, None)
+    assert (data["startedAt"], data["completedAt"], data["errorMessage"], data["scheduledFor"]) == (
+        None,
+        None,
+        None,
+        None,
+    )
     assert data["deliveryLogs"] == []
 
 
