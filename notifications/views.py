@@ -431,6 +431,10 @@ def _job_moved(component: str) -> Any:
     return inline_serializer(component, fields)
 
 
+def _job_moved_answer(job: Job, message: str) -> Response:
+    return Response({"jobId": str(job.id), "status": job.status, "message": message})
+
+
 JOB_REQUEUED = _job_moved("JobRequeued")
 JOB_CANCELLED = _job_moved("JobCancelled")
 
@@ -461,8 +465,7 @@ class JobRetryView(MountedView):
     )
 
     def post(self, request: Request, job_id: str) -> Response:
-        job = job_retry(account=request_account(request), job_id=job_id)
-        return Response({"jobId": str(job.id), "status": job.status, "message": REQUEUED_MESSAGE})
+        return _job_moved_answer(job_retry(account=request_account(request), job_id=job_id), REQUEUED_MESSAGE)
 
 
 class JobCancelView(MountedView):
@@ -488,8 +491,7 @@ class JobCancelView(MountedView):
     )
 
     def post(self, request: Request, job_id: str) -> Response:
-        job = job_cancel(account=request_account(request), job_id=job_id)
-        return Response({"jobId": str(job.id), "status": job.status, "message": CANCELLED_MESSAGE})
+        return _job_moved_answer(job_cancel(account=request_account(request), job_id=job_id), CANCELLED_MESSAGE)
 
 
 DASHBOARD_PERIODS = [7, 30, 90]
