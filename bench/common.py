@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -325,6 +326,18 @@ def gunicorn(
     env.update(DJANGO_SETTINGS_MODULE=settings or "notifyhub.settings", GUNICORN_BIND=f"127.0.0.1:{port}")
     command = [str(BIN / "gunicorn"), "notifyhub.wsgi", "--config", "gunicorn.conf.py"]
     return running(name, command, env=env, port=port, cwd=tree)
+
+
+@contextlib.contextmanager
+def celery_beat(name: str, *, env: dict[str, str] | None = None, cwd: Path = ROOT) -> Iterator[Proc]:
+    """The Procfile's beat line, ``celery --app notifyhub beat`` (at WARNING: a line per task sent would be most of
+    its log), with the workers' environment. Its schedule file lives in a directory of its own, removed on exit: a run
+    starts from no remembered schedule and never shares the file with another beat (settings put it in var/bench/)."""
+    with tempfile.TemporaryDirectory(prefix="bench-beat-") as directory:
+        command = [str(BIN / "celery"), "--app", "notifyhub", "beat", "--loglevel", "WARNING"]
+        command += ["--schedule", str(Path(directory) / "celerybeat-schedule")]
+        with running(name, command, env=env, cwd=cwd) as proc:
+            yield proc
 
 
 def revision_tree(revision: str) -> Path:

@@ -9,7 +9,8 @@
   purge     manage.py purgejobs deleting a million finished jobs while sends go on at a steady rate
   scale     deliveries/s with 1, 2 and 3 worker processes and the accept path, directly and through PgBouncer
   suppressions  the suppression check's lookup with a million addresses on one account's list
-  all       the nine in turn (the default)
+  scheduled  scheduled sends: a burst due at one second, to arrival; the dispatcher's tick with a day of them waiting
+  all       the ten in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -23,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: the project is not on the path
 
-from bench import accept, dashboard, delivery, emails, events, events_out, purge, scale, suppressions
+from bench import accept, dashboard, delivery, emails, events, events_out, purge, scale, scheduled, suppressions
 from bench.common import bench_main, option
 
 # Each bench's module: HELP (its line in --help), options(parser) and run(args). `all` runs them in this order.
@@ -39,6 +40,7 @@ BENCHES = {
     "purge": purge,
     "scale": scale,
     "suppressions": suppressions,
+    "scheduled": scheduled,
 }
 
 
@@ -51,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="{" + ",".join([*BENCHES, "all"]) + "}")
     for name, bench in BENCHES.items():
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common], help="the nine in turn (the default)")
+    commands.add_parser("all", parents=[common], help="the ten in turn (the default)")
     return parser
 
 

@@ -351,10 +351,16 @@ def take_due(
     unfinished: QuerySet[Any], *fields: str, now: datetime, next_requeue_at: datetime, batch_size: int
 ) -> list[tuple[Any, ...]]:
     """The rows of ``unfinished`` whose requeue time has passed, oldest first, as ``fields`` (the primary key
-    first), each pushed to ``next_requeue_at``: jobs, or event deliveries (event_endpoints)."""
-    due = list(unfinished.filter(requeue_at__lte=now).order_by("requeue_at").values_list(*fields)[:batch_size])
-    if due:
-        unfinished.filter(pk__in=[row[0] for row in due], requeue_at__lte=now).update(requeue_at=next_requeue_at)
+    first), each pushed to ``next_requeue_at``: jobs, or event deliveries (event_endpoints).
+
+    Two runs at once (a dispatcher tick that outlasts its interval, the sweeper's) take different rows: each locks
+    the rows it takes until it has moved them, and passes over those another holds.
+    """
+    waiting = unfinished.filter(requeue_at__lte=now).order_by("requeue_at").select_for_update(skip_locked=True)
+    with transaction.atomic():
+        due = list(waiting.values_list(*fields)[:batch_size])
+        if due:
+            unfinished.filter(pk__in=[row[0] for row in due]).update(requeue_at=next_requeue_at)
     return due
 
 
