@@ -294,9 +294,15 @@ def is_domain_name(name: str) -> bool:
     return DOMAIN_NAME.fullmatch(ascii_name) is not None
 
 
+# The seconds of a time of day given as 60: RFC 3339's leap second.
+LEAP_SECOND = re.compile(r"(T\d{2}:\d{2}):60")
+
+
 @extend_schema_field({"type": "string", "format": "date-time"})
 class ZonedDateTimeField(StrictField):
-    """An ISO 8601 date-time with its zone (``Z`` or an offset): a time without one would be a guess."""
+    """An ISO 8601 date-time with its zone (``Z`` or an offset): a time without one would be a guess. Every RFC 3339
+    date-time (the OpenAPI ``date-time`` format) is one: its ``t`` and ``z`` may be in lower case, and a leap second
+    (``:60``) is read as the second before it, which Python's datetime cannot hold."""
 
     invalid_message = "{name} must be an ISO 8601 date-time"
 
@@ -304,7 +310,7 @@ class ZonedDateTimeField(StrictField):
         if not isinstance(data, str):
             self.fail("invalid")
         try:
-            moment = datetime.fromisoformat(data)
+            moment = datetime.fromisoformat(LEAP_SECOND.sub(r"\1:59", data.upper()))
         except ValueError:
             self.fail("invalid")
         if moment.tzinfo is None:

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from core.api.envelope import iso_utc
+from core.api.fields import ZonedDateTimeField
 from notifications.engine.processing import job_claim, jobs_dispatch
 from notifications.engine.store import bring_forward_unqueued, take_due_for_requeue
 from notifications.models import Job, JobStatus
@@ -116,6 +117,18 @@ def test_a_send_at_past_30_days_is_400(free: Client) -> None:
     assert_error(free.send_webhook(sendAt=too_far), 400, "sendAt must be within 30 days")
     assert not Job.objects.exists()
     assert _schedule(free, _in(29 * 24 * 3600)).status == JobStatus.PENDING  # within 30 days
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("2030-01-02t03:04:05z", datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)),  # RFC 3339 allows lower case
+        ("2030-06-30T23:59:60Z", datetime(2030, 6, 30, 23, 59, 59, tzinfo=UTC)),  # a leap second
+        ("2030-01-02T03:04:05.123456789+00:00", datetime(2030, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)),
+    ],
+)
+def test_every_rfc_3339_date_time_is_read(written: str, read: datetime) -> None:
+    assert ZonedDateTimeField().to_internal_value(written) == read
 
 
 def test_an_offset_is_kept_as_the_same_instant(free: Client) -> None:
