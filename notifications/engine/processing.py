@@ -169,7 +169,8 @@ def worker_deaths_stop(*, claims: int, attempts: int) -> AttemptOutcome | None:
 
 
 def job_claim(*, job_id: UUID) -> store.Claim | None:
-    """Takes the job for one attempt if it is pending, or processing with its lock over."""
+    """Takes the job for one attempt if it is pending or processing, and no lock holds it (a lease, a retry or a
+    scheduled send not yet due)."""
     now = timezone.now()
     return store.claim(job_id=job_id, now=now, lease_until=now + lease_length(), claimable_until=now + CLAIM_TOLERANCE)
 
