@@ -445,6 +445,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # Celery's "Task ... received" and "... succeeded" lines, two a task: the delivery line says what they would
-    # (docs/observability.md). Their warnings and errors (a task that raised) stay.
-    "loggers": {name: {"level": _celery_task_log_level} for name in ("celery.worker.strategy", "celery.app.trace")},
+    # (docs/observability.md); and beat's "Sending due task" line, one a second for the dispatcher. Their warnings
+    # and errors (a task that raised, a schedule beat cannot send) stay.
+    "loggers": {
+        name: {"level": _celery_task_log_level}
+        for name in ("celery.worker.strategy", "celery.app.trace", "celery.beat")
+    },
 }

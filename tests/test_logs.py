@@ -307,16 +307,16 @@ def test_an_unknown_log_format_stops_start_up(tmp_path: Path) -> None:
 PRINT_TASK_LOG_LEVELS = (
     "import logging, django; django.setup(); "
     "print(*(logging.getLevelName(logging.getLogger(name).getEffectiveLevel()) "
-    "for name in ('celery.worker.strategy', 'celery.app.trace', 'notifyhub.delivery')))"
+    "for name in ('celery.worker.strategy', 'celery.app.trace', 'celery.beat', 'notifyhub.delivery')))"
 )
 
 
 @pytest.mark.parametrize(
     ("environment", "expected"),
-    [({}, "WARNING WARNING INFO"), ({"WORKER_TASK_LOG": "true"}, "INFO INFO INFO")],
+    [({}, "WARNING WARNING WARNING INFO"), ({"WORKER_TASK_LOG": "true"}, "INFO INFO INFO INFO")],
     ids=["default", "switched-on"],
 )
-def test_celery_s_two_lines_a_task_are_off_unless_switched_on_and_the_delivery_line_stays(
+def test_celery_s_lines_a_task_are_off_unless_switched_on_and_the_delivery_line_stays(
     tmp_path: Path, environment: dict[str, str], expected: str
 ) -> None:
     printed = run([sys.executable, "-c", PRINT_TASK_LOG_LEVELS], tmp_path, **{**PRODUCTION, **environment})
