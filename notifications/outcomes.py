@@ -10,7 +10,6 @@ came is found by the sweeper.
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from datetime import datetime
 
@@ -21,8 +20,6 @@ from notifications.engine.queue import LAST_STEP, CoalescedTask
 from notifications.engine.transitions import NextState
 from notifications.models import Job, JobAnnouncement, JobStatus
 from notifications.serializers import JobSlimSerializer
-
-logger = logging.getLogger(__name__)
 
 ANNOUNCE_BATCH_SIZE = 500
 # The jobs a process finishes within this long share one announcing task: a job pays no publish of its own, and an

@@ -224,7 +224,7 @@ def job_retry(*, account: Account, job_id: str) -> Job:
 
 def job_cancel(*, account: Account, job_id: str) -> Job:
     """Stops a pending job (queued, or waiting for its time) before any worker takes it: it fails with
-    CANCELLED_ERROR, no attempt made, and Retry Job can queue it again (docs/job-states.md, "Cancel")."""
+    CANCELLED_ERROR, no attempt made, and Retry Job can queue it again (docs/rules.md, "Cancel Job")."""
     parsed_id = parse_job_id(job_id)
     cancelled = NextState.failed(attempts=0, at=timezone.now(), error=CANCELLED_ERROR)
     job = store.cancel_pending(account=account, job_id=parsed_id, cancelled=cancelled) if parsed_id else None

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -16,7 +18,8 @@ import trustme
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 from django.core.cache import caches
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
@@ -240,6 +243,32 @@ def _worker_thread(django_db_setup: None, django_db_blocker: Any) -> Iterator[No
 @pytest.fixture
 def worker(_worker_thread: None, transactional_db: None, delivery_settings: Any) -> None:
     """A real Celery worker, in a thread of this process, consuming from the real broker."""
+
+
+@contextmanager
+def locked_elsewhere(locking: QuerySet[Any]) -> Iterator[list[Any]]:
+    """The rows ``locking`` (a ``select_for_update()`` query) reads, held by another connection's transaction until
+    the block ends, as another worker's run holds the rows it took; the block gets them."""
+    held, release = threading.Event(), threading.Event()
+    rows: list[Any] = []
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                rows.extend(locking)
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert held.wait(10)
+        yield rows
+    finally:
+        release.set()
+        thread.join()
 
 
 def wait_for_job(job_id: str | UUID, *statuses: str, timeout: float = 20.0) -> Job:

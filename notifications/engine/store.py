@@ -93,10 +93,7 @@ def insert_failed(job: Job, *, failure: NextState, log: DeliveryLog, announced: 
     with _duplicate_answered(job), transaction.atomic():
         job.save(force_insert=True)
         log.save(force_insert=True)
-        with connection.cursor() as cursor:
-            cursor.execute(_tally_sql("WHERE true"), _tally_values(job, failure))
-        if announced:
-            announcement_of(job, failure).save(force_insert=True)
+        _count_finished(job, failure, announced=announced)
 
 
 @contextmanager
@@ -243,9 +240,9 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announc
 
     False, with nothing written, when the lease this claim took is no longer the job's.
     """
-    tally = _tally_values(job, next_state)
-    announcement = _announcement_values(job, next_state) if announced and tally else []
     if connection.vendor == "postgresql":
+        tally = _tally_values(job, next_state)
+        announcement = _announcement_values(job, next_state) if announced and tally else []
         return _record_attempt_in_one_statement(
             job, next_state=next_state, log=log, tally=tally, announcement=announcement
         )
@@ -254,12 +251,18 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announc
         if not still_ours.update(**next_state.columns()):
             return False
         log.save(force_insert=True)
-        if tally:
-            with connection.cursor() as cursor:
-                cursor.execute(_tally_sql("WHERE true"), tally)
-        if announcement:
-            announcement_of(job, next_state).save(force_insert=True)
+        if next_state.finished:
+            _count_finished(job, next_state, announced=announced)
         return True
+
+
+def _count_finished(job: Job, finished: NextState, *, announced: bool) -> None:
+    """In the caller's transaction: ``job``, which ``finished`` finishes, counted in its day's DailyTally and, when
+    ``announced``, given its JobAnnouncement (what `_record_attempt_sql` does in its statement)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_tally_sql("WHERE true"), _tally_values(job, finished))
+    if announced:
+        JobAnnouncement(job=job, **_announced_state(finished)).save(force_insert=True)
 
 
 def _tally_values(job: Job, next_state: NextState) -> list[Any]:
@@ -317,11 +320,6 @@ def _record_attempt_sql(*, tallied: bool, announced: bool) -> str:
         INSERT INTO {sql.table(DeliveryLog)} ({sql.columns(DeliveryLog)})
         SELECT {sql.placeholders(DeliveryLog)} FROM still_ours
     """
-
-
-def announcement_of(job: Job, finished: NextState) -> JobAnnouncement:
-    """The JobAnnouncement of ``job``, which ``finished`` finishes."""
-    return JobAnnouncement(job=job, **_announced_state(finished))
 
 
 def _announced_state(finished: NextState) -> dict[str, Any]:
@@ -393,10 +391,7 @@ def cancel_pending(*, account: Account, job_id: UUID, cancelled: NextState) -> J
         if not Job.objects.filter(id=job_id, account=account, status=JobStatus.PENDING).update(**cancelled.columns()):
             return None
         job = Job.objects.get(id=job_id)
-        with connection.cursor() as cursor:
-            cursor.execute(_tally_sql("WHERE true"), _tally_values(job, cancelled))
-        if account.has_event_endpoints:
-            announcement_of(job, cancelled).save(force_insert=True)
+        _count_finished(job, cancelled, announced=account.has_event_endpoints)
     return job
 
 

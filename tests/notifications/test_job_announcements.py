@@ -3,14 +3,13 @@ every job, a batch a transaction, once (docs/event-endpoints.md, "How an event i
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -26,7 +25,7 @@ from notifications.models import DeliveryLog, Job, JobAnnouncement, JobType
 from notifications.outcomes import ANNOUNCE_INTERVAL_SECONDS, ANNOUNCE_TASK, finished_jobs_announce
 from notifications.services import finished_jobs_purge
 from staff.services import account_erase
-from tests.conftest import Client
+from tests.conftest import Client, locked_elsewhere
 from tests.event_endpoints.test_event_delivery import subscribe
 from tests.fakes.receiver import Receiver
 
@@ -197,23 +196,11 @@ def test_a_batch_that_fails_is_announced_whole_by_the_next_run(subscribed: Clien
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SKIP LOCKED: SQLite runs one writer at a time")
 def test_a_run_skips_the_announcements_another_run_holds(subscribed: Client) -> None:
     _finished(subscribed)
-    held, release = threading.Event(), threading.Event()
 
-    def other_run() -> None:
-        with transaction.atomic():
-            list(JobAnnouncement.objects.select_for_update())
-            held.set()
-            release.wait(10)
-        connection.close()
-
-    thread = threading.Thread(target=other_run)
-    thread.start()
-    try:
-        assert held.wait(10)
+    with locked_elsewhere(JobAnnouncement.objects.select_for_update()) as held:
+        assert len(held) == 1
         assert finished_jobs_announce() == 0  # not waited for, not announced twice
-    finally:
-        release.set()
-        thread.join()
+
     assert finished_jobs_announce() == 1
     assert Event.objects.count() == 1
 

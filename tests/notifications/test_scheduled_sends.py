@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from accounts.models import Account
@@ -20,7 +19,7 @@ from notifications.engine.processing import job_claim, jobs_dispatch
 from notifications.engine.store import bring_forward_unqueued, take_due_for_requeue
 from notifications.models import Job, JobStatus
 from tests.api.test_envelope import assert_error
-from tests.conftest import Client, wait_for_job
+from tests.conftest import Client, locked_elsewhere, wait_for_job
 from tests.fakes.receiver import Receiver
 
 JOBS = "/api/v1/notifications/jobs"
@@ -204,27 +203,11 @@ def test_two_dispatcher_runs_at_once_send_each_job_once(startup: Client) -> None
     jobs = [_schedule(startup, _in(3600)) for _ in range(6)]
     for job in jobs:
         _come_due(job)
-    now = timezone.now()
-    held, release = threading.Event(), threading.Event()
-    taken_by_other: list[Any] = []
+    due = Job.objects.filter(requeue_at__lte=timezone.now()).order_by("requeue_at")
 
-    def other_run() -> None:
-        with transaction.atomic():  # a run that has taken three rows and not yet moved them
-            taken_by_other.extend(
-                Job.objects.filter(requeue_at__lte=now).order_by("requeue_at").select_for_update()[:3]
-            )
-            held.set()
-            release.wait(10)
-        connection.close()
-
-    thread = threading.Thread(target=other_run)
-    thread.start()
-    try:
-        assert held.wait(10)
+    # Another run that has taken three rows and not yet moved them.
+    with locked_elsewhere(due.select_for_update()[:3]) as taken_by_other:
         taken = take_due_for_requeue(now=timezone.now(), next_requeue_at=_in(300), batch_size=100)
-    finally:
-        release.set()
-        thread.join()
 
     assert {job_id for job_id, _ in taken} == {job.id for job in jobs} - {job.id for job in taken_by_other}
     assert len(taken) == 3
