@@ -161,11 +161,18 @@ def test_retry_requeues_a_failed_job(page: Page, holder: Account) -> None:
 
 
 @pytest.mark.parametrize("width", [1280, PHONE_WIDTH])
-def test_cancel_stops_a_pending_job_which_can_then_be_retried(page: Page, holder: Account, width: int) -> None:
-    job = JobFactory(account=holder, type=JobType.WEBHOOK, status=JobStatus.PENDING)
+def test_cancel_stops_a_scheduled_job_which_can_then_be_retried(page: Page, holder: Account, width: int) -> None:
+    send_at = datetime(2031, 3, 4, 5, 6, 7, tzinfo=UTC)
+    job = JobFactory(
+        account=holder, type=JobType.WEBHOOK, status=JobStatus.PENDING, scheduled_for=send_at, locked_until=send_at
+    )
     page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/dashboard/jobs/")
+    expect(page.locator("td", has_text="pending").first).to_contain_text("pending for Mar 4, 05:06")
+    expect_no_sideways_scrolling(page, width)
     open_job(page, str(job.id))
     expect(job_field(page, "Status")).to_have_text("pending")
+    expect(job_field(page, "Scheduled for")).to_have_text("2031-03-04 05:06:07 UTC")
     expect(page.get_by_role("button", name="Retry")).to_have_count(0)
     expect_no_sideways_scrolling(page, width)
 
