@@ -132,28 +132,29 @@ def account_set_monthly_limit(*, account: Account, limit: int | None) -> Account
     return account
 
 
-def _take_unit(*, account: Account, period_start: date) -> bool:
-    """Takes one unit of the period's quota if any is left; False when the row is missing or full.
+def _take_units(*, account: Account, period_start: date, units: int) -> bool:
+    """Takes ``units`` of the period's quota if that many are left; False when the row is missing or too full.
 
     The check and the increment are one conditional UPDATE, whose row lock serialises concurrent
     sends of one account until their transaction ends.
     """
     period = UsagePeriod.objects.filter(
-        account=account, period_start=period_start, used__lt=account.limits.monthly_quota
+        account=account, period_start=period_start, used__lte=account.limits.monthly_quota - units
     )
-    return period.update(used=F("used") + 1) == 1
+    return period.update(used=F("used") + units) == 1
 
 
-def usage_consume(*, account: Account) -> None:
-    """Counts one notification against the monthly quota, or raises QuotaExceeded.
+def usage_consume(*, account: Account, units: int = 1) -> None:
+    """Counts ``units`` notifications (a send, or a batch's) against the monthly quota, all or none, or raises
+    QuotaExceeded.
 
-    Call inside the transaction that creates the job, so a rejected job spends nothing.
+    Call inside the transaction that creates the jobs, so a rejected send spends nothing.
     """
     start, resets_on = current_period(account)
-    if _take_unit(account=account, period_start=start):
+    if _take_units(account=account, period_start=start, units=units):
         return
     UsagePeriod.objects.get_or_create(account=account, period_start=start)
-    if _take_unit(account=account, period_start=start):
+    if _take_units(account=account, period_start=start, units=units):
         return
     used = UsagePeriod.objects.get(account=account, period_start=start).used
     raise QuotaExceeded(used=used, limit=account.limits.monthly_quota, resets_on=us_date(resets_on))

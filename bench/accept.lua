@@ -1,5 +1,6 @@
--- wrk script for `bench/run.py accept`: POSTs webhook sends, rotating API keys and unique idempotency keys.
--- Arguments after "--": <keys file> <tag> <wrk thread count> <index of the first key to use>.
+-- wrk script for `bench/run.py accept` (and `batches`): POSTs webhook sends, rotating API keys and unique
+-- idempotency keys; or, given an item count, batches of that many sends a request ({"items": [...]}).
+-- Arguments after "--": <keys file> <tag> <wrk thread count> <index of the first key to use> [<items a request>].
 -- Prints one "BENCH_RESULT k=v ..." line that bench/run.py parses.
 
 local threads = {}
@@ -21,41 +22,77 @@ function init(args)
   tag = args[2]
   stride = tonumber(args[3])
   first_key = tonumber(args[4])
+  -- 0 (or absent): one send's body a request; n: a batch of n sends.
+  items = tonumber(args[5] or "0")
   sent = 0
   unexpected = 0
+  jobs = 0
+end
+
+-- One webhook send; its idempotency key ends with `suffix`, unique to the run.
+local function send_body(suffix)
+  return string.format(
+    '{"url":"https://hooks.example.com/in","payload":{"event":"bench.ping","n":%d},"idempotencyKey":"%s-%d-%s"}',
+    sent, tag, thread_id, suffix
+  )
 end
 
 function request()
   -- Thread t sends keys t, t+stride, t+2*stride, ... so every key gets the same share of the load,
-  -- and each request carries a fresh idempotency key so the duplicate check runs and passes.
+  -- and each send carries a fresh idempotency key so the duplicate check runs and passes.
   local key = keys[(first_key + thread_id + sent * stride) % #keys + 1]
   sent = sent + 1
-  local body = string.format(
-    '{"url":"https://hooks.example.com/in","payload":{"event":"bench.ping","n":%d},"idempotencyKey":"%s-%d-%d"}',
-    sent, tag, thread_id, sent
-  )
+  local body
+  if items > 0 then
+    local parts = {}
+    for item = 1, items do
+      parts[item] = send_body(sent .. "-" .. item)
+    end
+    body = '{"items":[' .. table.concat(parts, ",") .. "]}"
+  else
+    body = send_body(tostring(sent))
+  end
   -- X-Forwarded-Proto: what the TLS proxy in front of production adds; without it the app redirects to HTTPS.
   local headers = { ["Content-Type"] = "application/json", ["X-API-Key"] = key, ["X-Forwarded-Proto"] = "https" }
   return wrk.format("POST", nil, headers, body)
+end
+
+-- How many times `word` occurs in `text`.
+local function occurrences(text, word)
+  local count, at = 0, 1
+  while true do
+    local found = string.find(text, word, at, true)
+    if not found then
+      return count
+    end
+    count = count + 1
+    at = found + #word
+  end
 end
 
 function response(status, headers, body)
   -- wrk itself only counts 4xx/5xx; anything but 202 means the request was not accepted.
   if status ~= 202 then
     unexpected = unexpected + 1
+  elseif items > 0 then
+    -- A batch answers 202 with a slot per item: a job for each accepted one, an error for each refused.
+    jobs = jobs + occurrences(body, '"jobId"')
+  else
+    jobs = jobs + 1
   end
 end
 
 function done(summary, latency, requests)
-  local unexpected_total = 0
+  local unexpected_total, jobs_total = 0, 0
   for _, thread in ipairs(threads) do
     unexpected_total = unexpected_total + thread:get("unexpected")
+    jobs_total = jobs_total + thread:get("jobs")
   end
   local errors = summary.errors
   io.write(string.format(
-    "BENCH_RESULT requests=%d duration_us=%d unexpected=%d connect=%d read=%d write=%d timeout=%d "
-      .. "p50_us=%d p99_us=%d max_us=%d\n",
-    summary.requests, summary.duration, unexpected_total, errors.connect, errors.read, errors.write,
-    errors.timeout, latency:percentile(50), latency:percentile(99), latency.max
+    "BENCH_RESULT requests=%d duration_us=%d unexpected=%d jobs=%d connect=%d read=%d write=%d timeout=%d "
+      .. "p50_us=%d p99_us=%d max_us=%d mean_us=%d\n",
+    summary.requests, summary.duration, unexpected_total, jobs_total, errors.connect, errors.read, errors.write,
+    errors.timeout, latency:percentile(50), latency:percentile(99), latency.max, math.floor(latency.mean)
   ))
 end

@@ -60,14 +60,43 @@ ACCEPT_COLUMNS = (
 
 
 @dataclass(frozen=True)
+class Load:
+    """What wrk sends (accept.lua): one webhook send's body a request, or with ``items`` a batch of that many sends,
+    to ``path``, with the API keys in ``keys_file`` (written by ``seed_keys``)."""
+
+    path: str = ACCEPT_PATH
+    items: int = 0
+    keys_file: Path = KEYS_FILE
+
+    @property
+    def sends(self) -> int:
+        """Sends a request carries."""
+        return max(self.items, 1)
+
+    def body(self, tag: str) -> dict[str, Any]:
+        """One request's body, as accept.lua writes it (the first request of a run)."""
+        sends = [
+            {"url": "https://hooks.example.com/in", "payload": {}, "idempotencyKey": f"{tag}-{item}"}
+            for item in range(self.sends)
+        ]
+        return {"items": sends} if self.items else sends[0]
+
+
+SINGLE = Load()
+
+
+@dataclass(frozen=True)
 class AcceptRun:
     target: str
     rps: float
     p50_ms: float
     p99_ms: float
+    mean_ms: float
     non_202: int
     socket_errors: int
     requests: int
+    jobs: int  # jobs the 202 answers accepted: one each for single sends, a batch's "jobId"s
+    refused: int  # items of batches answered 202 that refused them in their slots
     jobs_stored: int
     cpu_ms: float  # gunicorn's CPU per request: what a request costs the web tier, steadier than req/s
     other_load: float  # share of all CPUs used by processes that are not the bench's
@@ -75,15 +104,17 @@ class AcceptRun:
 
     @property
     def errors(self) -> int:
-        return self.non_202 + self.socket_errors
+        return self.non_202 + self.socket_errors + self.refused
 
 
-def run_wrk(args: argparse.Namespace, target: str, *, seconds: int, first_key: int) -> dict[str, int]:
+def run_wrk(
+    args: argparse.Namespace, target: str, *, seconds: int, first_key: int, load: Load = SINGLE
+) -> dict[str, int]:
     # Idempotency keys are unique per account and both servers share the accounts: each load tags its own.
     tag = f"{target}-{uuid.uuid4().hex[:12]}"
     command = ["wrk", "-t", str(args.wrk_threads), "-c", str(args.connections), "-d", f"{seconds}s", "--timeout", "5s"]
-    command += ["-s", str(Path(__file__).with_name("accept.lua")), f"http://127.0.0.1:{args.port}{ACCEPT_PATH}"]
-    command += ["--", str(KEYS_FILE), tag, str(args.wrk_threads), str(first_key)]
+    command += ["-s", str(Path(__file__).with_name("accept.lua")), f"http://127.0.0.1:{args.port}{load.path}"]
+    command += ["--", str(load.keys_file), tag, str(args.wrk_threads), str(first_key), str(load.items)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=seconds + 60)
     except subprocess.TimeoutExpired as error:
@@ -95,9 +126,15 @@ def run_wrk(args: argparse.Namespace, target: str, *, seconds: int, first_key: i
 
 
 def accept_run(
-    args: argparse.Namespace, target: str, *, first_key: int, env: dict[str, str] | None = None
+    args: argparse.Namespace,
+    target: str,
+    *,
+    first_key: int,
+    env: dict[str, str] | None = None,
+    load: Load = SINGLE,
 ) -> AcceptRun:
-    """One server's run; ``env``: what gunicorn gets on top of the bench's environment (``scale``: PgBouncer's URL)."""
+    """One server's run; ``env``: what gunicorn gets on top of the bench's environment (``scale``: PgBouncer's URL);
+    ``load``: what wrk sends (``batches``: batches of sends)."""
     from notifications.models import Job
 
     log(f"accept: {target} on port {args.port}")
@@ -107,19 +144,23 @@ def accept_run(
     with gunicorn(f"gunicorn-{target}", args.port, settings, tree=tree, **env) as server:
         # One request first, so a broken server fails loudly instead of producing a fast row of errors.
         connection = http.client.HTTPConnection("127.0.0.1", args.port, timeout=30)
-        body = {"url": "https://hooks.example.com/in", "payload": {}, "idempotencyKey": uuid.uuid4().hex}
-        headers = {**API_HEADERS, "X-API-Key": KEYS_FILE.read_text().split()[0]}
+        body = load.body(uuid.uuid4().hex)
+        keys = load.keys_file.read_text().split()
+        headers = {**API_HEADERS, "X-API-Key": keys[first_key % len(keys)]}
         try:
-            connection.request("POST", ACCEPT_PATH, body=json.dumps(body), headers=headers)
+            connection.request("POST", load.path, body=json.dumps(body), headers=headers)
             response = connection.getresponse()
+            answer = response.read()
         except (OSError, http.client.HTTPException) as error:
             raise BenchError(f"{target}: first request failed: {error}; see {server.log_path}") from error
-        if response.status != 202:
-            raise BenchError(f"{target} answered {response.status}: {response.read()[:300]!r}; see {server.log_path}")
-        connection.close()
+        finally:
+            connection.close()
+        # A batch answers 202 whatever its items' fate: each must have been accepted, a job in its slot.
+        if response.status != 202 or (load.items and answer.count(b'"jobId"') != load.items):
+            raise BenchError(f"{target} answered {response.status}: {answer[:300]!r}; see {server.log_path}")
         wait_for_quiet(args.quiet_wait)
         # Warm-up: every worker imports lazily and opens its database and broker connections.
-        run_wrk(args, target, seconds=args.warmup, first_key=first_key)
+        run_wrk(args, target, seconds=args.warmup, first_key=first_key, load=load)
         time.sleep(1)  # lets the warm-up's last requests land before the jobs are counted
         jobs_before = Job.objects.count()
         sources = {
@@ -128,7 +169,7 @@ def accept_run(
             "wrk": children_cpu,
         }
         before = Sample.take(**sources)
-        stats = run_wrk(args, target, seconds=args.duration, first_key=first_key)
+        stats = run_wrk(args, target, seconds=args.duration, first_key=first_key, load=load)
         after = Sample.take(**sources)
     cpu = after.cpu_since(before)
     return AcceptRun(
@@ -136,9 +177,12 @@ def accept_run(
         rps=stats["requests"] / stats["duration_us"] * 1e6,
         p50_ms=stats["p50_us"] / 1000,
         p99_ms=stats["p99_us"] / 1000,
+        mean_ms=stats["mean_us"] / 1000,
         non_202=stats["unexpected"],
         socket_errors=stats["connect"] + stats["read"] + stats["write"] + stats["timeout"],
         requests=stats["requests"],
+        jobs=stats["jobs"],
+        refused=(stats["requests"] - stats["unexpected"]) * load.sends - stats["jobs"],
         jobs_stored=Job.objects.count() - jobs_before,  # once gunicorn stopped: requests in flight have landed
         cpu_ms=cpu["server"] * 1000 / max(stats["requests"], 1),
         other_load=max(0.0, after.busy_since(before) - after.share_since(before, sum(cpu.values()))),
@@ -173,18 +217,28 @@ def run_notes(runs: list[AcceptRun]) -> None:
     """What went wrong in a run, and runs that other work disturbed."""
     for run in runs:
         if run.errors:
-            print(f"  {run.target}: {run.non_202} answers not 202, {run.socket_errors} socket errors or timeouts")
+            refused = f", {run.refused} items refused in batches answered 202" if run.refused else ""
+            print(
+                f"  {run.target}: {run.non_202} answers not 202, {run.socket_errors} socket errors or timeouts{refused}"
+            )
         if run.other_load > 0.10:
             print(f"  note: other processes used {run.other_load:.0%} of the CPUs in a {run.target} run; re-run")
 
 
-def seed_keys(args: argparse.Namespace, rounds: int) -> int:
-    """Seeds Startup accounts for ``rounds`` rounds and writes their API keys where accept.lua reads them; returns
-    the keys a round takes. Each round starts on keys of its own, so no key sees two rounds' requests within one
-    minute."""
+def seed_keys(
+    args: argparse.Namespace,
+    rounds: int,
+    *,
+    keys_file: Path = KEYS_FILE,
+    prefix: str = "accept",
+    monthly_limit: int | None = None,
+) -> int:
+    """Seeds Startup accounts for ``rounds`` rounds and writes their API keys to ``keys_file``, where accept.lua reads
+    them; returns the keys a round takes. Each round starts on keys of its own, so no key sees two rounds' requests
+    within one minute. ``monthly_limit``: each account's own quota in place of the plan's (batches spend more)."""
     keys_per_round = max(args.connections, math.ceil(MAX_RPS * (args.warmup + args.duration) / REQUESTS_PER_KEY))
-    seeded = seed_accounts(keys_per_round * rounds, prefix="accept")
-    KEYS_FILE.write_text("".join(f"{account.api_key}\n" for account in seeded))
+    seeded = seed_accounts(keys_per_round * rounds, prefix=prefix, monthly_limit=monthly_limit)
+    keys_file.write_text("".join(f"{account.api_key}\n" for account in seeded))
     return keys_per_round
 
 

@@ -10,7 +10,8 @@
   scale     deliveries/s with 1, 2 and 3 worker processes and the accept path, directly and through PgBouncer
   suppressions  the suppression check's lookup with a million addresses on one account's list
   scheduled  scheduled sends: a burst due at one second, to arrival; the dispatcher's tick with a day of them waiting
-  all       the ten in turn (the default)
+  batches   POST /api/v1/notifications/webhook/batch against single sends under gunicorn: jobs accepted a second
+  all       the eleven in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -24,12 +25,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: the project is not on the path
 
-from bench import accept, dashboard, delivery, emails, events, events_out, purge, scale, scheduled, suppressions
+from bench import (
+    accept,
+    batches,
+    dashboard,
+    delivery,
+    emails,
+    events,
+    events_out,
+    purge,
+    scale,
+    scheduled,
+    suppressions,
+)
 from bench.common import bench_main, option
 
-# Each bench's module: HELP (its line in --help), options(parser) and run(args). `all` runs them in this order.
-# The email bench is emails.py: run as a script, bench/ is on the path, where email.py would hide the standard
-# library's email package.
+# Each bench's module: HELP (its line in --help), options(parser) and run(args), and optionally DATABASE (the name of
+# its default database, when not the common one). `all` runs them in this order. The email bench is emails.py: run as
+# a script, bench/ is on the path, where email.py would hide the standard library's email package.
 BENCHES = {
     "accept": accept,
     "delivery": delivery,
@@ -41,19 +54,28 @@ BENCHES = {
     "scale": scale,
     "suppressions": suppressions,
     "scheduled": scheduled,
+    "batches": batches,
 }
+DATABASE = "notifyhub_bench"
+
+
+def common_options(database: str = DATABASE) -> argparse.ArgumentParser:
+    """The options every subcommand takes; ``database``: the default database's name."""
+    common = argparse.ArgumentParser(add_help=False)
+    option(common, "database-url", f"postgres://postgres@127.0.0.1:5432/{database}", "recreated on every run")
+    option(common, "redis-url", "redis://127.0.0.1:6379/14", "flushed at start and end")
+    option(common, "quiet-wait", 60.0, "before each measured run, wait up to this long for other work to stop")
+    return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    option(common, "database-url", "postgres://postgres@127.0.0.1:5432/notifyhub_bench", "recreated on every run")
-    option(common, "redis-url", "redis://127.0.0.1:6379/14", "flushed at start and end")
-    option(common, "quiet-wait", 60.0, "before each measured run, wait up to this long for other work to stop")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", metavar="{" + ",".join([*BENCHES, "all"]) + "}")
     for name, bench in BENCHES.items():
+        # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
+        common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common], help="the ten in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the eleven in turn (the default)")
     return parser
 
 
@@ -62,7 +84,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv or ["all"])
     if args.command != "all":
         return bench_main(lambda: BENCHES[args.command].run(args))
-    common = ["--database-url", args.database_url, "--redis-url", args.redis_url, "--quiet-wait", str(args.quiet_wait)]
+    common = ["--redis-url", args.redis_url, "--quiet-wait", str(args.quiet_wait)]
+    if args.database_url != common_options().get_default("database_url"):
+        common += ["--database-url", args.database_url]  # given: every bench's; else each its own default
     for name, bench in BENCHES.items():
         status = bench_main(lambda bench=bench, name=name: bench.run(parser.parse_args([name, *common])))
         if status:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -28,6 +29,14 @@ SLIM_FIELDS = [
     "completed_at",
     "scheduled_for",
 ]
+
+
+def idempotency_keys_taken(*, account: Account, keys: Collection[str]) -> set[str]:
+    """Which of ``keys`` the account's stored jobs hold."""
+    if not keys:
+        return set()
+    held = Job.objects.filter(account=account, idempotency_key__in=keys).values_list("idempotency_key", flat=True)
+    return {key for key in held if key is not None}
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, ParamSpec
 
 from django.conf import settings
 from django.db import transaction
@@ -30,7 +30,7 @@ from notifications.destination import job_destination
 from notifications.engine import store
 from notifications.engine.queue import job_enqueue
 from notifications.engine.transitions import NextState
-from notifications.models import DeliveryLog, DeliveryStatus, DestinationHealth, Job, JobStatus, JobType
+from notifications.models import DestinationHealth, Job, JobStatus, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
 from notifications.outcomes import finished_jobs_announce_soon
 from notifications.routing import email_needs_provider_key, email_routing_check, platform_routes, platform_sender
@@ -46,6 +46,8 @@ CANCELLED_MESSAGE = "Job has been cancelled"
 # A cancelled job's errorMessage.
 CANCELLED_ERROR = "Cancelled"
 NOT_RETRYABLE_MESSAGE = JobNotRetryable.message
+
+P = ParamSpec("P")
 
 
 def _requeue_time() -> datetime:
@@ -88,7 +90,7 @@ def failing_destination_alert(*, health_id: int) -> None:
     platform_email_send(to=health.account.user.email, subject=f"Webhooks to {health.origin} are failing", html=html)
 
 
-def email_job_create(
+def email_job_new(
     *,
     account: Account,
     to: str,
@@ -101,11 +103,13 @@ def email_job_create(
     idempotency_key: str | None = None,
     send_at: datetime | None = None,
 ) -> Job:
+    """An email job that the account's plan and setup allow, not stored yet; raises the DomainError of the rule
+    it breaks (notifications/routing.py)."""
     email_routing_check(account=account, sender=sender, priority=priority, provider=provider, fallback=fallback)
     payload: dict[str, Any] = {"to": to, "subject": subject, "body": body}
     if sender is not None:
         payload["from"] = sender
-    job = _new_job(
+    return _new_job(
         account=account,
         type=JobType.EMAIL,
         payload=payload,
@@ -115,12 +119,9 @@ def email_job_create(
         fallback=fallback,
         send_at=send_at,
     )
-    if reason := suppression_reason(account_id=account.pk, email=to):
-        return _job_failed_on_arrival(job, error=suppressed_message(reason))
-    return _job_create(job)
 
 
-def webhook_job_create(
+def webhook_job_new(
     *,
     account: Account,
     url: str,
@@ -131,9 +132,10 @@ def webhook_job_create(
     idempotency_key: str | None = None,
     send_at: datetime | None = None,
 ) -> Job:
+    """A webhook job, its URL's credentials and its secret headers encrypted apart, not stored yet."""
     masked_url, credentials = split_credentials(url)
     stored_headers, secret_headers = split_secret_headers(headers or {})
-    job = _new_job(
+    return _new_job(
         account=account,
         type=JobType.WEBHOOK,
         payload={"url": masked_url, "method": method, "headers": stored_headers, "payload": payload},
@@ -143,11 +145,30 @@ def webhook_job_create(
         secret_headers=secret_headers,
         send_at=send_at,
     )
+
+
+def job_store(job: Job) -> Job:
+    """Stores a new job and queues it once committed; an email to a suppressed address is stored failed on arrival
+    instead. Raises DuplicateRequest, or the account's QuotaExceeded, and then nothing is stored."""
+    if job.type == JobType.EMAIL and (reason := suppression_reason(account_id=job.account.pk, email=job.payload["to"])):
+        return _job_failed_on_arrival(job, error=suppressed_message(reason))
     return _job_create(job)
 
 
-def _counts_against_quota(*, account: Account, job_type: str) -> bool:
-    return job_type == JobType.WEBHOOK or account.limits.quota_counts_email
+def _stored(new_job: Callable[P, Job]) -> Callable[P, Job]:
+    def create(*args: P.args, **kwargs: P.kwargs) -> Job:
+        return job_store(new_job(*args, **kwargs))
+
+    create.__doc__ = f"{new_job.__name__}'s job, stored with job_store."
+    return create
+
+
+email_job_create = _stored(email_job_new)
+webhook_job_create = _stored(webhook_job_new)
+
+
+def counts_against_quota(job: Job) -> bool:
+    return job.type == JobType.WEBHOOK or job.account.limits.quota_counts_email
 
 
 def _new_job(
@@ -185,7 +206,7 @@ def _new_job(
 
 def _job_create(job: Job) -> Job:
     """Stores the job, spends quota and queues it once committed; a duplicate or a refusal leaves no trace."""
-    store.insert(job, counted=_counts_against_quota(account=job.account, job_type=job.type))
+    store.insert(job, counted=counts_against_quota(job))
     job_accepted(job.type)
     if job.scheduled_for is None:
         # Outside a transaction this sends at once; inside a caller's, when it commits.
@@ -194,13 +215,9 @@ def _job_create(job: Job) -> Job:
 
 
 def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
-    """Stores a job that must not go out at all as failed, with one log of its one attempt that made no request:
-    never queued, no quota spent (docs/suppressions.md)."""
-    now = timezone.now()
-    log = DeliveryLog(job=job, attempt=1, status=DeliveryStatus.FAILED, error_message=error, created_at=now)
-    failure = NextState.failed(attempts=1, at=now, error=error)
+    """Stores a job that must not go out at all as failed (store.ArrivalFailure)."""
     announced = job.account.has_event_endpoints
-    store.insert_failed(job, failure=failure, log=log, announced=announced)
+    store.insert_failed(store.ArrivalFailure.of(job, error=error), announced=announced)
     if announced:
         transaction.on_commit(finished_jobs_announce_soon)
     job_failed_on_arrival(job)

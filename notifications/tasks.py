@@ -19,7 +19,7 @@ from notifications.engine.processing import (
     jobs_dispatch,
     jobs_sweep,
 )
-from notifications.engine.queue import DELIVER_TASK
+from notifications.engine.queue import DELIVER_TASK, DISPATCH_TASK
 from notifications.outcomes import ANNOUNCE_TASK, finished_jobs_announce
 from notifications.services import failing_destination_alert, finished_jobs_purge
 
@@ -47,7 +47,7 @@ def sweep_jobs() -> int:
     return jobs_sweep()
 
 
-@shared_task(name="notifications.dispatch_jobs")
+@shared_task(name=DISPATCH_TASK)
 def dispatch_jobs() -> int:
     return jobs_dispatch()
 

@@ -3,8 +3,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_serializer,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,7 +19,7 @@ from rest_framework.response import Response
 from accounts.access import AccountHolderView, ApiKeyView
 from accounts.authentication import request_account
 from accounts.models import Account
-from core.api.exceptions import ApiKeyInBothHeaders
+from core.api.exceptions import ApiKeyInBothHeaders, ValidationFailed, error_status, first_message
 from core.api.fields import (
     EMAIL_SCHEMA,
     EmailAddressField,
@@ -40,6 +47,7 @@ from core.api.serializers import RequestSerializer
 from core.api.views import Mount, MountedView
 from core.errors import (
     AccountInactive,
+    CodedError,
     DuplicateRequest,
     FallbackNotConfigured,
     JobNotCancellable,
@@ -56,6 +64,7 @@ from core.errors import (
     SendingDomainPending,
     SendingDomainRequired,
 )
+from notifications.batches import BATCH_MAX_ITEMS, Slot, batch_store
 from notifications.delivery.http import is_refused_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Job, JobStatus, JobType, Priority
@@ -73,10 +82,11 @@ from notifications.serializers import (
 from notifications.services import (
     CANCELLED_MESSAGE,
     REQUEUED_MESSAGE,
-    email_job_create,
+    email_job_new,
     job_cancel,
     job_retry,
-    webhook_job_create,
+    job_store,
+    webhook_job_new,
 )
 from providers.names import ProviderName
 
@@ -208,13 +218,15 @@ class SendView(ApiKeyView):
 
     InputSerializer: type[serializers.Serializer]
 
-    def create_job(self, account: Account, data: dict[str, Any]) -> Job:
+    @staticmethod
+    def new_job(account: Account, data: dict[str, Any]) -> Job:
+        """The job of a valid body, checked against the account's rules and not stored yet."""
         raise NotImplementedError
 
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        job = self.create_job(request_account(request), serializer.validated_data)
+        job = job_store(self.new_job(request_account(request), serializer.validated_data))
         return Response(job_accepted(job), status=202)
 
 
@@ -285,8 +297,9 @@ class SendEmailView(SendView):
     def post(self, request: Request) -> Response:
         return super().post(request)
 
-    def create_job(self, account: Account, data: dict[str, Any]) -> Job:
-        return email_job_create(
+    @staticmethod
+    def new_job(account: Account, data: dict[str, Any]) -> Job:
+        return email_job_new(
             account=account,
             to=data["to"],
             subject=data["subject"],
@@ -334,8 +347,9 @@ class SendWebhookView(SendView):
     def post(self, request: Request) -> Response:
         return super().post(request)
 
-    def create_job(self, account: Account, data: dict[str, Any]) -> Job:
-        return webhook_job_create(
+    @staticmethod
+    def new_job(account: Account, data: dict[str, Any]) -> Job:
+        return webhook_job_new(
             account=account,
             url=data["url"],
             payload=data["payload"],
@@ -345,6 +359,126 @@ class SendWebhookView(SendView):
             idempotency_key=data.get("idempotencyKey"),
             send_at=data.get("sendAt"),
         )
+
+
+BATCH_SIZE_MESSAGE = f"items must hold 1 to {BATCH_MAX_ITEMS} notifications"
+ITEM_NOT_OBJECT_MESSAGE = "Each item must be a JSON object"
+BATCH_ITEM_STATUSES = [400, 403, 409]
+BATCH_ITEM_REFUSED = inline_serializer(
+    "BatchItemRefused",
+    {
+        "status": OneOfField(choices=BATCH_ITEM_STATUSES),
+        "error": serializers.CharField(),
+        "code": serializers.CharField(),
+    },
+)
+BATCH_ACCEPTED = inline_serializer(
+    "BatchAccepted",
+    {
+        "items": PolymorphicProxySerializer(
+            component_name="BatchItemAnswer",
+            serializers=[JobAcceptedSerializer, BATCH_ITEM_REFUSED],
+            resource_type_field_name=None,
+            many=True,
+        )
+    },
+)
+
+
+def batch_text(send: str) -> str:
+    return (
+        f"Queues up to {BATCH_MAX_ITEMS} {send}s in one request, each item the body of a single send. The 202 "
+        "answer's `items` follow the request's order: an accepted item is what its single send answers, a refused "
+        "one its own `status` (400, 403 or 409), `error` and `code`, the single send's. Each item is checked alone: "
+        "its fields, the account's rules, its `idempotencyKey` (one held by a stored job or an earlier item is 409). "
+        "The accepted items are stored together, all or none; the monthly quota must cover them all, or the whole "
+        "batch is 403 and nothing is stored. The batch is one request against the rate limit."
+    )
+
+
+def batch_request(component: str, item: type[serializers.Serializer]) -> Any:
+    fields: dict[str, serializers.Field] = {
+        "items": serializers.ListField(child=item(), min_length=1, max_length=BATCH_MAX_ITEMS)
+    }
+    return inline_serializer(component, fields)
+
+
+def batch_errors(send_errors: dict[int, Any]) -> dict[int, Any]:
+    """A single send's answers for the batch as a whole: its own refusals, and the quota or the account for all."""
+    refused = ErrorAnswer(
+        f"`items` is not a list of 1 to {BATCH_MAX_ITEMS} entries, the body is not a JSON object, or the API key was "
+        "sent in both headers.",
+        *BODY_REFUSALS,
+    )
+    not_permitted = ErrorAnswer(
+        "The account is inactive, or its monthly quota cannot cover every accepted item.",
+        AccountInactive,
+        QuotaExceeded,
+    )
+    return {**send_errors, **error_responses(400, 403, descriptions={400: refused, 403: not_permitted})}
+
+
+class SendBatchView(ApiKeyView):
+    """Check each item as its single send would, store the accepted ones together, answer each in its slot."""
+
+    send: type[SendView]
+
+    @property
+    def max_body_bytes(self) -> int:
+        return settings.API_MAX_BATCH_BODY_BYTES
+
+    def post(self, request: Request) -> Response:
+        items = request.data.get("items")
+        if not isinstance(items, list) or not 1 <= len(items) <= BATCH_MAX_ITEMS:
+            raise ValidationFailed(reason=BATCH_SIZE_MESSAGE)
+        account = request_account(request)
+        # One serializer checks every item: its fields are bound once.
+        checker = self.send.InputSerializer()
+        slots = [self._slot(account, checker, item) for item in items]
+        answered = batch_store(account=account, slots=slots)
+        return Response({"items": [_slot_answer(slot) for slot in answered]}, status=202)
+
+    def _slot(self, account: Account, checker: serializers.Serializer, item: Any) -> Slot:
+        if not isinstance(item, dict):
+            return ValidationFailed(reason=ITEM_NOT_OBJECT_MESSAGE)
+        try:
+            return self.send.new_job(account, checker.run_validation(item))
+        except serializers.ValidationError as refusal:
+            return ValidationFailed(reason=first_message(refusal.detail))
+        except CodedError as refusal:
+            return refusal
+
+
+def _slot_answer(slot: Slot) -> dict[str, Any]:
+    if isinstance(slot, Job):
+        return job_accepted(slot)
+    return {"status": error_status(type(slot)), "error": slot.message, "code": slot.code}
+
+
+class SendEmailBatchView(SendBatchView):
+    send = SendEmailView
+
+    @extend_schema(
+        summary="Queue a batch of emails",
+        description=batch_text("email"),
+        request=batch_request("EmailBatchRequest", SendEmailView.InputSerializer),
+        responses={202: BATCH_ACCEPTED, **batch_errors(EMAIL_SEND_ERRORS)},
+    )
+    def post(self, request: Request) -> Response:
+        return super().post(request)
+
+
+class SendWebhookBatchView(SendBatchView):
+    send = SendWebhookView
+
+    @extend_schema(
+        summary="Queue a batch of webhook deliveries",
+        description=batch_text("webhook"),
+        request=batch_request("WebhookBatchRequest", SendWebhookView.InputSerializer),
+        responses={202: BATCH_ACCEPTED, **batch_errors(WEBHOOK_SEND_ERRORS)},
+    )
+    def post(self, request: Request) -> Response:
+        return super().post(request)
 
 
 class JobDetailView(MountedView):

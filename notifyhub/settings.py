@@ -369,6 +369,8 @@ SPECTACULAR_SETTINGS = {
 }
 # Largest request body the API parses; bigger ones get 413 before any JSON is read.
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)
+# The same for a batch of sends (docs/rules.md, "Batches"): room for a hundred bodies of a few dozen KB each.
+API_MAX_BATCH_BODY_BYTES = env_int("API_MAX_BATCH_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 
 # --- Notifications --------------------------------------------------------------------
 PLATFORM_DOMAIN = env_str("PLATFORM_DOMAIN", "notifyhub.local")

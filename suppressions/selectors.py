@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -33,6 +33,15 @@ def suppression_reason(*, account_id: int, email: str) -> str | None:
         cursor.execute(SUPPRESSION_REASON_SQL, [account_id, normalized_address(email)])
         row = cursor.fetchone()
     return None if row is None else str(row[0])
+
+
+def suppression_reasons(*, account_id: int, emails: Collection[str]) -> dict[str, str]:
+    """Why the account does not email each of ``emails`` it does not, by normalized address: one query for a
+    batch's addresses."""
+    if not emails:
+        return {}
+    listed = Suppression.objects.filter(account_id=account_id, email__in={normalized_address(e) for e in emails})
+    return dict(listed.values_list("email", "reason"))
 
 
 def suppression_list(

@@ -77,7 +77,8 @@ class JSONObjectParser(BaseParser):
     """Parses a JSON object body; anything else is a 4xx with a message, never a 500.
 
     DRF reads the request stream directly, past Django's DATA_UPLOAD_MAX_MEMORY_SIZE
-    check, so the size cap is enforced here while reading.
+    check, so the size cap is enforced here while reading: API_MAX_BODY_BYTES, or the view's
+    ``max_body_bytes`` (a batch's).
     """
 
     media_type = "application/json"
@@ -88,7 +89,8 @@ class JSONObjectParser(BaseParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        limit = settings.API_MAX_BODY_BYTES
+        view = (parser_context or {}).get("view")
+        limit = getattr(view, "max_body_bytes", settings.API_MAX_BODY_BYTES)
         raw = stream.read(limit + 1)
         if len(raw) > limit:
             raise PayloadTooLarge(limit_bytes=limit)

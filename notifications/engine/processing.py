@@ -29,7 +29,7 @@ from notifications.delivery.webhook import deliver_webhook
 from notifications.engine import store
 from notifications.engine.health import destination_health_record
 from notifications.engine.lease import Lease, LeasedT, lease_length, renewer
-from notifications.engine.queue import job_enqueue, queued_messages
+from notifications.engine.queue import job_enqueue, jobs_enqueue, queued_messages
 from notifications.engine.transitions import NextState
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType
 from notifications.observability import attempt_recorded
@@ -273,8 +273,7 @@ def jobs_dispatch(*, batch_size: int = 1000) -> int:
     next_requeue_at = now + _seconds("JOB_REQUEUE_AFTER_SECONDS")
     sent = 0
     while due := store.take_due_for_requeue(now=now, next_requeue_at=next_requeue_at, batch_size=batch_size):
-        for job_id, priority in due:
-            job_enqueue(job_id=job_id, priority=priority)
+        jobs_enqueue(due)
         sent += len(due)
         if len(due) < batch_size:
             break

@@ -6,6 +6,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -23,6 +24,8 @@ from notifications.models import Job
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "notifications.deliver_job"
+# The dispatcher: beat runs it every JOB_DISPATCH_INTERVAL_SECONDS, and a batch of sends asks for a run at once.
+DISPATCH_TASK = "notifications.dispatch_jobs"
 # Job priority (1 high, 5 normal, 10 low) to the Redis transport's steps, where 0 is consumed first.
 BROKER_PRIORITY = {1: 0, 5: 5, 10: 9}
 # The step consumed last: what must wait for every job (an event's delivery, an alert to a holder).
@@ -42,7 +45,27 @@ def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) 
     error = task_publish(DELIVER_TASK, str(job_id), priority=BROKER_PRIORITY[priority], countdown=countdown)
     if error is not None:
         logger.warning("Broker unreachable; job %s will be re-sent by the sweeper: %s", job_id, error)
-        _leave_to_the_sweeper(job_id, countdown=countdown)
+        _leave_to_the_sweeper([job_id], countdown=countdown)
+
+
+def dispatch_soon() -> None:
+    """Asks a worker to run the dispatcher now, on the first step, for jobs stored due at once (a batch's): it sends
+    their tasks, as it sends a scheduled send's. If the broker does not take the ask, beat's next tick does it."""
+    error = task_publish(DISPATCH_TASK, priority=BROKER_PRIORITY[1])
+    if error is not None:
+        logger.warning("Broker unreachable; due jobs wait for the dispatcher's next tick: %s", error)
+
+
+def jobs_enqueue(jobs: Sequence[tuple[UUID, int]]) -> None:
+    """`job_enqueue` for many jobs, each ``(id, priority)``. Once the broker fails, the jobs not yet sent are left
+    to the sweeper in one statement, instead of each waiting out the publish's retries in turn."""
+    for sent, (job_id, priority) in enumerate(jobs):
+        error = task_publish(DELIVER_TASK, str(job_id), priority=BROKER_PRIORITY[priority])
+        if error is not None:
+            unsent = [job_id for job_id, _ in jobs[sent:]]
+            logger.warning("Broker unreachable; %d job(s) will be re-sent by the sweeper: %s", len(unsent), error)
+            _leave_to_the_sweeper(unsent, countdown=None)
+            return
 
 
 def task_publish(task: str, *arguments: str, priority: int, countdown: float | None = None) -> BaseException | None:
@@ -92,15 +115,15 @@ class CoalescedTask:
                 logger.warning("Broker unreachable; %s is left to the sweeper: %s", self.task, error)
 
 
-def _leave_to_the_sweeper(job_id: UUID, *, countdown: float | None) -> None:
-    """Brings the job's requeue time forward to when its task was due, so the sweeper's first tick once the
-    broker answers publishes it (docs/delivery-engine.md, "The sweeper")."""
+def _leave_to_the_sweeper(job_ids: list[UUID], *, countdown: float | None) -> None:
+    """Brings the jobs' requeue time forward to when their task was due, so the sweeper's first tick once the
+    broker answers publishes them (docs/delivery-engine.md, "The sweeper")."""
     publish_at = timezone.now() + timedelta(seconds=countdown or 0)
     try:
-        store.mark_unpublished(Job.objects.filter(id=job_id), publish_at=publish_at)
+        store.mark_unpublished(Job.objects.filter(id__in=job_ids), publish_at=publish_at)
     except DATABASE_FAULTS as error:
-        # The requeue time the job already has still brings it back, later.
-        logger.warning("Job %s: could not mark it for the sweeper: %s", job_id, error)
+        # The requeue time the jobs already have still brings them back, later.
+        logger.warning("Could not mark %d job(s) for the sweeper: %s", len(job_ids), error)
 
 
 def queued_messages() -> int | None:

@@ -22,6 +22,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Model, Q, QuerySet
+from django.utils import timezone
 
 from accounts.models import Account, SigningSecret, UsagePeriod
 from accounts.selectors import current_period
@@ -32,6 +33,7 @@ from notifications.engine.transitions import NextState
 from notifications.models import (
     DailyTally,
     DeliveryLog,
+    DeliveryStatus,
     DestinationHealth,
     Job,
     JobAnnouncement,
@@ -81,19 +83,48 @@ def insert(job: Job, *, counted: bool) -> None:
                     usage_consume(account=job.account)
 
 
-def insert_failed(job: Job, *, failure: NextState, log: DeliveryLog, announced: bool) -> None:
-    """Stores a new job that fails on arrival, in ``failure``, with its one log, its day's tally and, when
-    ``announced``, its JobAnnouncement; no quota.
+@dataclass(frozen=True)
+class ArrivalFailure:
+    """A new job that must not go out at all (an email to a suppressed address, docs/suppressions.md): stored
+    failed in ``failure``, with ``log``, the one attempt it counts, which made no request; never queued, no quota."""
 
-    The job of an email to a suppressed address is one: it is never sent, so it costs nothing. Raises
-    DuplicateRequest as `insert` does.
+    job: Job
+    failure: NextState
+    log: DeliveryLog
+
+    @classmethod
+    def of(cls, job: Job, *, error: str) -> ArrivalFailure:
+        now = timezone.now()
+        log = DeliveryLog(job=job, attempt=1, status=DeliveryStatus.FAILED, error_message=error, created_at=now)
+        failure = NextState.failed(attempts=1, at=now, error=error)
+        for name, value in failure.columns().items():
+            setattr(job, name, value)
+        return cls(job, failure, log)
+
+
+def insert_failed(arrival: ArrivalFailure, *, announced: bool) -> None:
+    """Stores a job that fails on arrival with its log, its day's tally and, when ``announced``, its
+    JobAnnouncement. Raises DuplicateRequest as `insert` does."""
+    with _duplicate_answered(arrival.job), transaction.atomic():
+        arrival.job.save(force_insert=True)
+        arrival.log.save(force_insert=True)
+        _count_finished(arrival.job, arrival.failure, announced=announced)
+
+
+def insert_batch(jobs: Sequence[Job], *, arrivals: Sequence[ArrivalFailure], units: int, announced: bool) -> None:
+    """Stores a batch of one account's new jobs, ``arrivals``' among them, and takes ``units`` of its quota: all
+    or none, in one transaction, the jobs in one multi-row INSERT.
+
+    The INSERT comes first, as in `insert`: a key taken meanwhile raises IntegrityError before the quota's row is
+    locked, and the caller checks its keys again. Raises the account's QuotaExceeded otherwise.
     """
-    for name, value in failure.columns().items():
-        setattr(job, name, value)
-    with _duplicate_answered(job), transaction.atomic():
-        job.save(force_insert=True)
-        log.save(force_insert=True)
-        _count_finished(job, failure, announced=announced)
+    with transaction.atomic():
+        Job.objects.bulk_create(jobs)
+        DeliveryLog.objects.bulk_create([arrival.log for arrival in arrivals])
+        for arrival in arrivals:
+            _count_finished(arrival.job, arrival.failure, announced=announced)
+        if units:
+            usage_consume(account=jobs[0].account, units=units)
 
 
 @contextmanager

@@ -28,7 +28,7 @@ from django.db import close_old_connections, transaction
 from django.http import HttpRequest
 from django.middleware.csrf import get_token
 from django.utils import timezone
-from schemathesis.checks import positive_data_acceptance
+from schemathesis.checks import negative_data_rejection, positive_data_acceptance
 from schemathesis.generation.stateful.state_machine import StepInput, StepOutput
 
 from accounts.models import Account
@@ -96,9 +96,27 @@ def accepts_valid_data_but_for_account_rules(ctx: Any, response: Any, case: sche
     return positive_data_acceptance(ctx, response, case)
 
 
+# A batch refuses an item that breaks the single send's schema in that item's slot, and accepts the rest: the batch is
+# 202, and the slot is the refusal (docs/rules.md, "Batches"). Its own shape (`items` itself) is refused whole.
+BATCHES = {"notifications_email_batch_create", "notifications_webhook_batch_create"}
+
+
+def rejects_invalid_data_but_batch_items_in_their_slots(
+    ctx: Any, response: Any, case: schemathesis.Case
+) -> bool | None:
+    if case.operation.definition.raw["operationId"] in BATCHES and response.status_code == 202:
+        slots = response.json()["data"]["items"]
+        if any(slot["status"] == 400 for slot in slots):
+            return None
+    return negative_data_rejection(ctx, response, case)
+
+
 CHECKS = {
-    "excluded_checks": [positive_data_acceptance],
-    "additional_checks": [accepts_valid_data_but_for_account_rules],
+    "excluded_checks": [positive_data_acceptance, negative_data_rejection],
+    "additional_checks": [
+        accepts_valid_data_but_for_account_rules,
+        rejects_invalid_data_but_batch_items_in_their_slots,
+    ],
 }
 
 

@@ -45,6 +45,8 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/ping", "get"): (KEY_ONLY, EVERY_CALLER),
     ("/api/v1/notifications/email", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
     ("/api/v1/notifications/webhook", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
+    ("/api/v1/notifications/email/batch", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
+    ("/api/v1/notifications/webhook/batch", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
     ("/api/v1/notifications/jobs", "get"): (KEY_ONLY, EVERY_CALLER),
     ("/api/v1/notifications/jobs/{job_id}", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/notifications/jobs/{job_id}/retry", "post"): (KEY_ONLY, EVERY_CALLER | {404, 411}),
@@ -84,6 +86,8 @@ REQUEST_BODIES = {
         {"url", "payload", "method", "headers", "priority", "idempotencyKey", "sendAt"},
         {"url", "payload"},
     ),
+    ("/api/v1/notifications/email/batch", "post"): ("EmailBatchRequest", {"items"}, {"items"}),
+    ("/api/v1/notifications/webhook/batch", "post"): ("WebhookBatchRequest", {"items"}, {"items"}),
     ("/api/v1/user/domain/request", "post"): ("DomainRequest", {"domain"}, {"domain"}),
     ("/api/v1/suppressions", "post"): ("SuppressionRequest", {"email"}, {"email"}),
     ("/api/v1/event-endpoints", "post"): ("EventEndpointRequest", {"url", "events"}, {"url", "events"}),
@@ -187,6 +191,31 @@ def test_each_request_body_has_its_own_component(schema: dict[str, Any], path: s
     assert body["content"]["application/json"]["schema"] == {"$ref": f"#/components/schemas/{name}"}
     assert set(component(schema, name)["properties"]) == properties
     assert set(component(schema, name)["required"]) == required
+
+
+@pytest.mark.parametrize(("kind", "item"), [("email", "EmailRequest"), ("webhook", "WebhookRequest")])
+def test_a_batch_holds_1_to_100_single_send_bodies_and_answers_each_in_its_slot(
+    schema: dict[str, Any], kind: str, item: str
+) -> None:
+    operation = schema["paths"][f"/api/v1/notifications/{kind}/batch"]["post"]
+    request = component(schema, f"{kind.capitalize()}BatchRequest")["properties"]["items"]
+    answer = resolve(schema, json_body(operation["responses"]["202"]))["properties"]["data"]
+
+    assert request == {
+        "type": "array",
+        "items": {"$ref": f"#/components/schemas/{item}"},
+        "minItems": 1,
+        "maxItems": 100,
+    }
+    slots = resolve(schema, answer)["properties"]["items"]
+    assert slots["type"] == "array"
+    assert slots["items"] == {"$ref": "#/components/schemas/BatchItemAnswer"}
+    assert component(schema, "BatchItemAnswer") == {
+        "oneOf": [{"$ref": "#/components/schemas/JobAccepted"}, {"$ref": "#/components/schemas/BatchItemRefused"}]
+    }
+    refused = component(schema, "BatchItemRefused")
+    assert set(refused["required"]) == {"status", "error", "code"}
+    assert enum_of(schema, refused["properties"]["status"]) == ("integer", [400, 403, 409])
 
 
 def test_the_email_request_fields_have_their_types(schema: dict[str, Any]) -> None:

@@ -1,0 +1,107 @@
+"""Batches of sends: up to BATCH_MAX_ITEMS jobs of one account accepted in one request (docs/rules.md, "Batches").
+
+Each item is checked alone, by the single send's serializer and rules, and keeps its refusal in its slot. The jobs
+of the others are stored together: one read of their idempotency keys, one of their addresses on the suppression
+list, one transaction with one multi-row INSERT and the quota's units for all of them. The jobs are stored due at
+once, and one task asks the dispatcher to send theirs once the transaction commits: the request publishes one task,
+not one per job (docs/delivery-engine.md, "The dispatcher").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeAlias
+from uuid import UUID
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.models import Account
+from core.errors import CodedError, DuplicateRequest
+from notifications.engine import store
+from notifications.engine.queue import dispatch_soon
+from notifications.models import Job, JobType
+from notifications.observability import job_accepted, job_failed_on_arrival
+from notifications.outcomes import finished_jobs_announce_soon
+from notifications.selectors import idempotency_keys_taken
+from notifications.services import counts_against_quota
+from suppressions.selectors import normalized_address, suppression_reasons
+from suppressions.services import suppressed_message
+
+BATCH_MAX_ITEMS = 100
+# A batch whose INSERT meets a key a concurrent send took checks its keys again, at most this many times in all.
+KEY_CHECKS = 3
+
+# An item's slot: its new job, or why it is refused.
+Slot: TypeAlias = Job | CodedError
+
+
+def batch_store(*, account: Account, slots: Sequence[Slot]) -> list[Slot]:
+    """Stores the jobs among ``slots``, the batch's items in request order, and queues them once committed.
+
+    Returns the slots as answered: a job whose idempotency key an earlier job, or an earlier item, holds is
+    refused in its slot with DuplicateRequest, as its single send would be. Raises the account's QuotaExceeded,
+    storing nothing, when its quota cannot cover every job that spends a unit.
+    """
+    arrivals = _arrival_failures(account, [slot for slot in slots if isinstance(slot, Job)])
+    for _ in range(KEY_CHECKS):
+        answered = _duplicates_refused(account, slots)
+        jobs = [slot for slot in answered if isinstance(slot, Job)]
+        try:
+            _store(jobs, arrivals=[arrivals[job.id] for job in jobs if job.id in arrivals])
+        except IntegrityError:
+            if not any(job.idempotency_key for job in jobs):
+                raise
+            continue  # a concurrent send took one of the keys after they were read
+        return answered
+    raise DuplicateRequest()
+
+
+def _duplicates_refused(account: Account, slots: Sequence[Slot]) -> list[Slot]:
+    """The slots with each job whose key is taken, by a stored job or an earlier item, refused."""
+    keys = {slot.idempotency_key for slot in slots if isinstance(slot, Job) and slot.idempotency_key}
+    taken = idempotency_keys_taken(account=account, keys=keys)
+    answered: list[Slot] = []
+    for slot in slots:
+        key = slot.idempotency_key if isinstance(slot, Job) else None
+        if key in taken:
+            answered.append(DuplicateRequest())
+            continue
+        if key:
+            taken.add(key)
+        answered.append(slot)
+    return answered
+
+
+def _arrival_failures(account: Account, jobs: Sequence[Job]) -> dict[UUID, store.ArrivalFailure]:
+    """The emails among ``jobs`` to addresses on the account's suppression list, by job id, failed on arrival."""
+    emails = [job for job in jobs if job.type == JobType.EMAIL]
+    reasons = suppression_reasons(account_id=account.pk, emails=[job.payload["to"] for job in emails])
+    return {
+        job.id: store.ArrivalFailure.of(job, error=suppressed_message(reason))
+        for job in emails
+        if (reason := reasons.get(normalized_address(job.payload["to"])))
+    }
+
+
+def _store(jobs: Sequence[Job], *, arrivals: Sequence[store.ArrivalFailure]) -> None:
+    if not jobs:
+        return
+    account = jobs[0].account
+    failed = {arrival.job.id for arrival in arrivals}
+    queued = [job for job in jobs if job.id not in failed]
+    announced = bool(arrivals) and account.has_event_endpoints
+    units = sum(1 for job in queued if counts_against_quota(job))
+    due_now = [job for job in queued if job.scheduled_for is None]
+    now = timezone.now()
+    for job in due_now:
+        job.requeue_at = now
+    store.insert_batch(jobs, arrivals=arrivals, units=units, announced=announced)
+    if due_now:
+        transaction.on_commit(dispatch_soon)
+    if announced:
+        transaction.on_commit(finished_jobs_announce_soon)
+    for job in queued:
+        job_accepted(job.type)
+    for arrival in arrivals:
+        job_failed_on_arrival(arrival.job)
