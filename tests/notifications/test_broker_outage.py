@@ -3,6 +3,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 from uuid import uuid4
 
@@ -11,8 +12,10 @@ from celery import Celery
 from django.utils import timezone
 
 from notifications.engine import queue
+from notifications.engine.processing import jobs_dispatch
 from notifications.models import Job
 from tests.conftest import Client
+from tests.factories import JobFactory
 
 
 @pytest.fixture
@@ -62,3 +65,23 @@ def test_the_first_send_after_an_outage_reaches_the_broker(
     queue.job_enqueue(job_id=job_id, priority=1, countdown=30)
 
     assert broker_messages() == [{"task": "notifications.deliver_job", "args": [str(job_id)], "priority": 0}]
+
+
+@pytest.mark.usefixtures("broker_down")
+@pytest.mark.django_db(transaction=True)
+def test_the_dispatcher_leaves_the_rest_of_its_run_to_the_sweeper_once_the_broker_fails(
+    startup: Client, caplog: Any
+) -> None:
+    due = timezone.now() - timedelta(seconds=1)
+    jobs = [JobFactory(account=startup.account, requeue_at=due) for _ in range(20)]
+    started = time.monotonic()
+
+    assert jobs_dispatch() == 20
+
+    # One publish waited out its retries, not twenty.
+    assert time.monotonic() - started < 5
+    assert caplog.text.count("will be re-sent by the sweeper") == 1
+    assert "20 job(s) will be re-sent by the sweeper" in caplog.text
+    for job in Job.objects.filter(id__in=[job.id for job in jobs]):
+        assert job.requeue_at is not None
+        assert job.requeue_at <= timezone.now()  # due again for the sweeper's first tick once the broker answers
