@@ -6,9 +6,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import django_ratelimit.core
@@ -31,6 +31,8 @@ from notifications.models import Job
 from notifyhub.celery import app as celery_app
 from tests.clients import APIClient
 from tests.fakes.receiver import Receiver
+
+T = TypeVar("T")
 
 pytest_plugins = ["tests.providers_fixtures"]
 
@@ -246,17 +248,17 @@ def worker(_worker_thread: None, transactional_db: None, delivery_settings: Any)
 
 
 @contextmanager
-def locked_elsewhere(locking: QuerySet[Any]) -> Iterator[list[Any]]:
-    """The rows ``locking`` (a ``select_for_update()`` query) reads, held by another connection's transaction until
-    the block ends, as another worker's run holds the rows it took; the block gets them."""
-    held, release = threading.Event(), threading.Event()
-    rows: list[Any] = []
+def done_elsewhere(work: Callable[[], T]) -> Iterator[T]:
+    """What ``work`` returns, run in another connection's transaction that stays open until the block ends and then
+    commits: rows it locks stay locked, rows it writes stay unseen (and their unique keys held) until then."""
+    done, release = threading.Event(), threading.Event()
+    results: list[T] = []
 
     def hold() -> None:
         try:
             with transaction.atomic():
-                rows.extend(locking)
-                held.set()
+                results.append(work())
+                done.set()
                 release.wait(10)
         finally:
             connection.close()
@@ -264,11 +266,17 @@ def locked_elsewhere(locking: QuerySet[Any]) -> Iterator[list[Any]]:
     thread = threading.Thread(target=hold)
     thread.start()
     try:
-        assert held.wait(10)
-        yield rows
+        assert done.wait(10)
+        yield results[0]
     finally:
         release.set()
         thread.join()
+
+
+def locked_elsewhere(locking: QuerySet[Any]) -> AbstractContextManager[list[Any]]:
+    """The rows ``locking`` (a ``select_for_update()`` query) reads, held by another connection's transaction until
+    the block ends, as another worker's run holds the rows it took; the block gets them."""
+    return done_elsewhere(lambda: list(locking))
 
 
 def wait_for_job(job_id: str | UUID, *statuses: str, timeout: float = 20.0) -> Job:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
@@ -25,7 +24,7 @@ from notifications.models import DeliveryLog, Job, JobAnnouncement, JobStatus
 from suppressions.models import Suppression
 from tests.api.test_envelope import assert_error
 from tests.clients import APIClient
-from tests.conftest import EMAIL, WEBHOOK, Client, wait_for_job
+from tests.conftest import EMAIL, WEBHOOK, Client, done_elsewhere, wait_for_job
 from tests.fakes.receiver import Receiver
 
 EMAIL_BATCH = "/api/v1/notifications/email/batch"
@@ -245,30 +244,6 @@ def test_a_batchs_webhooks_are_delivered_once_each(startup: Client, receiver: Re
     assert {wait_for_job(item["jobId"]).status for item in items} == {JobStatus.COMPLETED}
 
 
-@contextmanager
-def _key_taken_elsewhere(client: Client, key: str) -> Iterator[threading.Event]:
-    """Another connection's transaction inserts a job under ``key`` and commits when the block sets the event."""
-    inserted, commit = threading.Event(), threading.Event()
-
-    def insert() -> None:
-        try:
-            with transaction.atomic():
-                Job.objects.create(account=client.account, type="webhook", payload={}, idempotency_key=key)
-                inserted.set()
-                commit.wait(10)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=insert)
-    thread.start()
-    try:
-        assert inserted.wait(10)
-        yield commit
-    finally:
-        commit.set()
-        thread.join()
-
-
 def _waiting_on_a_lock() -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
@@ -287,15 +262,17 @@ def test_a_key_taken_by_a_concurrent_send_is_refused_in_its_slot_and_the_rest_st
         finally:
             connection.close()
 
-    with _key_taken_elsewhere(startup, "raced") as commit:
-        batch = threading.Thread(target=send_batch)
+    batch = threading.Thread(target=send_batch)
+    # Another send holds the key, not yet committed: the batch's read does not see it, its INSERT waits for it.
+    with done_elsewhere(
+        lambda: Job.objects.create(account=startup.account, type="webhook", payload={}, idempotency_key="raced")
+    ):
         batch.start()
         deadline = time.monotonic() + 10
-        while not _waiting_on_a_lock():  # the batch's INSERT waits for the other transaction's key
+        while not _waiting_on_a_lock():
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        commit.set()
-        batch.join(10)
+    batch.join(10)
 
     items = _items(answers[0])
     assert [item["status"] for item in items] == ["pending", 409, "pending"]

@@ -6,7 +6,6 @@ import itertools
 import logging
 import re
 import sys
-import threading
 from datetime import UTC, timedelta
 from io import StringIO
 from pathlib import Path
@@ -16,7 +15,6 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 from django.core.management.base import OutputWrapper
-from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import Account
@@ -24,7 +22,7 @@ from core.progress import Progress
 from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
 from notifications.services import finished_jobs_purge
 from notifications.tasks import purge_jobs
-from tests.conftest import Client
+from tests.conftest import Client, locked_elsewhere
 from tests.factories import DeliveryLogFactory, JobFactory
 from tests.test_deploy import run as run_with_environment
 from webhooks_inbound.models import EmailEvent
@@ -262,26 +260,9 @@ def test_the_service_stopped_between_batches_leaves_the_rest_for_the_next_run(fr
 @pytest.mark.django_db(transaction=True)
 def test_a_job_another_transaction_holds_is_skipped_not_waited_for(free: Client) -> None:
     held, other = (finished_job(free.account, days_ago=days_ago, logs=1) for days_ago in (50, 51))
-    locked, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                Job.objects.select_for_update().get(id=held.id)
-                locked.set()
-                release.wait(10)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert locked.wait(10)
+    with locked_elsewhere(Job.objects.select_for_update().filter(id=held.id)):
         assert purge("--older-than", "30").startswith("Deleted 1 job(s)")
         assert list(Job.objects.values_list("id", flat=True)) == [held.id]
-    finally:
-        release.set()
-        holder.join()
     assert purge("--older-than", "30").startswith("Deleted 1 job(s)")
     assert not Job.objects.filter(id__in=[held.id, other.id]).exists()
 
