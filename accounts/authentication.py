@@ -11,6 +11,7 @@ from rest_framework.request import Request
 
 from accounts.models import Account, ApiKey
 from accounts.selectors import api_key_find
+from accounts.services import api_key_used
 from core.api.exceptions import ApiKeyInBothHeaders, ApiKeyInvalid, ApiKeyMissing
 from core.api.headers import header_api_key
 from core.errors import AccountInactive, AccountMissing
@@ -38,6 +39,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         if api_key is None:
             raise ApiKeyInvalid()
         require_usable(api_key.account)
+        api_key_used(api_key)
         # Key-only endpoints never read the user: load it only if something does.
         user = SimpleLazyObject(lambda: get_user_model().objects.get(pk=api_key.account.user_id))
         return user, api_key

@@ -58,20 +58,41 @@ class Account(models.Model):
         return self.is_active and self.deleted_at is None
 
 
+class KeyScope(models.TextChoices):
+    """What an API key may call (docs/rules.md, "API keys and scopes")."""
+
+    FULL = "full", "Full access"
+    SEND = "send", "Send only"
+    READ = "read", "Read only"
+
+
+# The name of an account's first key, and of every key made before keys had names.
+DEFAULT_KEY_NAME = "Default"
+MAX_ACTIVE_API_KEYS = 10
+API_KEY_NAME_MAX_LENGTH = 64
+
+
 class ApiKey(models.Model):
-    """An API key, kept only as its SHA-256 digest; the plaintext is shown once."""
+    """An API key, kept only as its SHA-256 digest; the plaintext is shown once. An account has up to
+    MAX_ACTIVE_API_KEYS active ones, each named."""
 
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="api_keys")
     digest = models.CharField(max_length=64, unique=True)
     # The first characters of the key, so a holder can tell keys apart in the dashboard.
     hint = models.CharField(max_length=16)
+    # The holder's name for it ("CI", "billing service"): unique among the account's active keys. The database's
+    # defaults let the release before these columns go on issuing keys while the migrations run.
+    name = models.CharField(max_length=API_KEY_NAME_MAX_LENGTH, default=DEFAULT_KEY_NAME, db_default=DEFAULT_KEY_NAME)
+    scope = models.CharField(max_length=8, choices=KeyScope.choices, default=KeyScope.FULL, db_default=KeyScope.FULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When a request last used it, to the minute: written at most once a minute a key.
+    last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["account"], condition=Q(revoked_at__isnull=True), name="one_active_api_key_per_account"
+                fields=["account", "name"], condition=Q(revoked_at__isnull=True), name="unique_active_api_key_name"
             )
         ]
 

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from django.db import connection
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.billing import billing_period
@@ -16,7 +17,7 @@ from providers.base import Credentials
 # Every API request starts here, so the lookup is one plain statement: compiling the ORM
 # query cost more than running it. Only the columns authentication, limits and quota read.
 # The key's account_id is the account's id, set when the account is assigned: read once, as a.id.
-KEY_FIELDS = ("id",)
+KEY_FIELDS = ("id", "scope", "last_used_at")
 ACCOUNT_FIELDS = ("id", "user", "plan", "plan_started_on", "monthly_limit", "is_active", "deleted_at")
 # Off the framework's road: docs/departures.md, "raw-sql-key-lookup".
 API_KEY_LOOKUP_SQL = f"""
@@ -123,5 +124,10 @@ def usage_get(*, account: Account) -> Usage:
     )
 
 
+def active_api_keys(*, account: Account) -> QuerySet[ApiKey]:
+    """The account's keys that authenticate, oldest first: the first is the one `api_key_issue` replaces."""
+    return ApiKey.objects.filter(account=account, revoked_at__isnull=True).order_by("created_at", "id")
+
+
 def active_api_key(*, account: Account) -> ApiKey | None:
-    return ApiKey.objects.filter(account=account, revoked_at__isnull=True).first()
+    return active_api_keys(account=account).first()

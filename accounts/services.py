@@ -11,12 +11,26 @@ from django.utils import timezone
 
 from accounts.billing import us_date
 from accounts.keys import api_key_digest, generate_api_key
-from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
+from accounts.models import (
+    API_KEY_NAME_MAX_LENGTH,
+    DEFAULT_KEY_NAME,
+    MAX_ACTIVE_API_KEYS,
+    Account,
+    ApiKey,
+    KeyScope,
+    ProviderKey,
+    SigningSecret,
+    UsagePeriod,
+)
 from accounts.plans import Plan
-from accounts.selectors import current_period
+from accounts.selectors import active_api_keys, current_period
 from core.crypto import encrypt
 from core.errors import (
     AccountNotDeleted,
+    ApiKeyLimit,
+    ApiKeyNameInvalid,
+    ApiKeyNameTaken,
+    ApiKeyNotFound,
     EmailTaken,
     EmailUnconfirmed,
     EmailUnconfirmedForKey,
@@ -80,11 +94,57 @@ def confirmed_account_required(account: Account, *, refusal: type[EmailUnconfirm
 
 @transaction.atomic
 def api_key_issue(*, account: Account) -> str:
-    """Revokes the account's active key, if any, and issues a new one."""
+    """Replaces the account's first key (its oldest active one) with a new key of the same name and scope, or makes
+    its first key: the one key that `createaccount`, `rotateapikey` and the dashboard's first key deal with. The
+    plaintext is returned, shown once."""
     confirmed_account_required(account, refusal=EmailUnconfirmedForKey)
-    ApiKey.objects.filter(account=account, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    first = active_api_keys(account=account).select_for_update().first()
+    if first is None:
+        return _api_key_add(account, name=DEFAULT_KEY_NAME, scope=KeyScope.FULL)
+    first.revoked_at = timezone.now()
+    first.save(update_fields=["revoked_at"])
+    return _api_key_add(account, name=first.name, scope=first.scope)
+
+
+@transaction.atomic
+def api_key_create(*, account: Account, name: str, scope: str = KeyScope.FULL) -> str:
+    """Issues one more key, named ``name`` with ``scope``, of at most MAX_ACTIVE_API_KEYS; the plaintext, shown
+    once (docs/rules.md, "API keys and scopes")."""
+    confirmed_account_required(account, refusal=EmailUnconfirmedForKey)
+    name = name.strip()
+    if not 1 <= len(name) <= API_KEY_NAME_MAX_LENGTH or not name.isprintable():
+        raise ApiKeyNameInvalid()
+    # The account's row, locked, makes two creations count one after the other.
+    Account.objects.select_for_update().filter(pk=account.pk).exists()
+    active = active_api_keys(account=account)
+    if active.count() >= MAX_ACTIVE_API_KEYS:
+        raise ApiKeyLimit()
+    if active.filter(name=name).exists():
+        raise ApiKeyNameTaken(name=name)
+    return _api_key_add(account, name=name, scope=scope)
+
+
+def api_key_revoke(*, account: Account, name: str) -> None:
+    """Revokes the account's active key named ``name``: the next request with it is 401."""
+    if not active_api_keys(account=account).filter(name=name).update(revoked_at=timezone.now()):
+        raise ApiKeyNotFound(name=name)
+
+
+# How stale a key's last use may be shown: a request writes it only when the one recorded is older.
+LAST_USED_EVERY = timedelta(minutes=1)
+
+
+def api_key_used(api_key: ApiKey) -> None:
+    """Records that a request used the key, at most once a minute a key: the time read with the key says whether the
+    minute's use is recorded already, so nearly every request writes nothing."""
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at >= LAST_USED_EVERY:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+
+
+def _api_key_add(account: Account, *, name: str, scope: str) -> str:
     raw_key = generate_api_key()
-    ApiKey.objects.create(account=account, digest=api_key_digest(raw_key), hint=raw_key[:10])
+    ApiKey.objects.create(account=account, digest=api_key_digest(raw_key), hint=raw_key[:10], name=name, scope=scope)
     return raw_key
 
 

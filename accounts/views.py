@@ -9,7 +9,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import AccountHolderView, ApiKeyView
+from accounts.access import ANY_KEY, READS, AccountHolderView, ApiKeyView
 from accounts.authentication import request_account
 from accounts.plans import Plan
 from accounts.selectors import usage_get
@@ -19,6 +19,8 @@ from core.api.schema import SESSION_ERROR_DESCRIPTIONS, error_responses
 
 
 class PingView(ApiKeyView):
+    key_scopes = {"GET": ANY_KEY}
+
     @extend_schema(
         summary="Check an API key",
         description="Answers `pong` when the API key is valid and its account active.",
@@ -34,6 +36,8 @@ class PingView(ApiKeyView):
 
 
 class UsageView(AccountHolderView):
+    key_scopes = {"GET": READS}
+
     @extend_schema(
         summary="This billing period's usage (dashboard session or API key)",
         description=(

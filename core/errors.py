@@ -101,6 +101,11 @@ class MonthlyLimitInvalid(InvalidRequest):
     message = "A monthly limit must be a whole number, 1 or more."
 
 
+class ApiKeyNameInvalid(InvalidRequest):
+    code = "api_key_name_invalid"
+    message = "An API key's name must be 1 to 64 characters on one line."
+
+
 class ProviderCredentialRefused(InvalidRequest):
     """The provider said no to a key or token the holder gave; nothing was saved."""
 
@@ -277,6 +282,14 @@ class ProviderKeyNotFound(NotFound):
         super().__init__()
 
 
+class ApiKeyNotFound(NotFound):
+    code = "api_key_not_found"
+
+    def __init__(self, *, name: str) -> None:
+        self.message = f"There is no active API key named {name}."
+        super().__init__()
+
+
 class SuppressionNotFound(NotFound):
     code = "suppression_not_found"
     message = "Suppression not found"
@@ -330,6 +343,21 @@ class EventEndpointLimit(Conflict):
 
     code = "event_endpoint_limit"
     message = "An account may have at most 5 event endpoints. Delete one first."
+
+
+class ApiKeyLimit(Conflict):
+    """The account has as many active API keys as it may (accounts.models.MAX_ACTIVE_API_KEYS)."""
+
+    code = "api_key_limit"
+    message = "An account may have at most 10 active API keys. Revoke one first."
+
+
+class ApiKeyNameTaken(Conflict):
+    code = "api_key_name_taken"
+
+    def __init__(self, *, name: str) -> None:
+        self.message = f"An active API key is named {name} already."
+        super().__init__()
 
 
 class AddressSuppressed(Conflict):

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import AccountHolderView
+from accounts.access import CHANGES, READS, AccountHolderView
 from accounts.authentication import request_account
 from core.api.fields import DomainNameField, IsoDateTimeField
 from core.api.schema import (
@@ -84,6 +84,8 @@ def domain_data(domain: SenderDomain) -> dict[str, Any]:
 
 
 class DomainRequestView(AccountHolderView):
+    key_scopes = {"POST": CHANGES}
+
     @extend_schema_serializer(component_name="DomainRequest")
     class InputSerializer(RequestSerializer):
         domain = DomainNameField()
@@ -143,6 +145,8 @@ class DomainRequestView(AccountHolderView):
 
 
 class DomainView(AccountHolderView):
+    key_scopes = {"GET": READS, "DELETE": CHANGES}
+
     @extend_schema(
         summary="Your sending domain, its DNS records and status",
         description="The account's sender domain, the DNS records each provider needs, and each provider's status.",
@@ -176,6 +180,8 @@ class DomainStatusView(DomainView):
 
 
 class DomainVerifyView(AccountHolderView):
+    key_scopes = {"POST": CHANGES}
+
     @extend_schema(
         summary="Ask every provider to verify the DNS records",
         description=(

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import ApiKeyView
+from accounts.access import CHANGES, READS, ApiKeyView
 from accounts.authentication import request_account
 from core.api.pages import Page, PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
@@ -28,6 +28,8 @@ NOT_FOUND = ErrorAnswer("No endpoint of this id in the account.", EventEndpointN
 
 
 class EventEndpointsView(ApiKeyView):
+    key_scopes = {"GET": READS, "POST": CHANGES}
+
     @extend_schema(
         summary="List event endpoints",
         description="The account's event endpoints, oldest first.",
@@ -77,6 +79,8 @@ class EventEndpointsView(ApiKeyView):
 
 
 class EventEndpointView(ApiKeyView):
+    key_scopes = {"DELETE": CHANGES}
+
     @extend_schema(
         summary="Delete an event endpoint",
         description="Stops every delivery to it at once, those being retried included.",
@@ -95,6 +99,8 @@ class EventEndpointView(ApiKeyView):
 
 
 class EventDeliveriesView(ApiKeyView):
+    key_scopes = {"GET": READS}
+
     @extend_schema(
         summary="List an event endpoint's deliveries, newest first",
         description=(

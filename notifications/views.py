@@ -16,7 +16,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import AccountHolderView, ApiKeyView
+from accounts.access import CHANGES, READS, SENDS, AccountHolderView, ApiKeyView
 from accounts.authentication import request_account
 from accounts.models import Account
 from core.api.exceptions import ApiKeyInBothHeaders, ValidationFailed, error_status, first_message
@@ -215,6 +215,8 @@ SEND_LINKS = response_links(
 
 class SendView(ApiKeyView):
     """Validate the body, create the job, answer 202 with its id."""
+
+    key_scopes = {"POST": SENDS}
 
     InputSerializer: type[serializers.Serializer]
 
@@ -421,6 +423,8 @@ def batch_errors(send_errors: dict[int, Any]) -> dict[int, Any]:
 class SendBatchView(ApiKeyView):
     """Check each item as its single send would, store the accepted ones together, answer each in its slot."""
 
+    key_scopes = {"POST": SENDS}
+
     send: type[SendView]
 
     @property
@@ -484,6 +488,8 @@ class SendWebhookBatchView(SendBatchView):
 class JobDetailView(MountedView):
     """One of the caller's jobs in full; another account's job is 404 like a missing one."""
 
+    key_scopes = {"GET": READS}
+
     openapi = OperationText(
         operation=JOB_STATUS,
         summary={API_CLIENT: "Get job status", ACCOUNT_HOLDER: "Get one of your jobs"},
@@ -530,6 +536,7 @@ JOB_LIST_PARAMETERS = (
 
 
 class JobListView(MountedView):
+    key_scopes = {"GET": READS}
     openapi = OperationText(
         operation=JOB_LIST,
         summary={API_CLIENT: "List jobs, newest first", ACCOUNT_HOLDER: "List your jobs, newest first"},
@@ -574,6 +581,7 @@ JOB_CANCELLED = _job_moved("JobCancelled")
 
 
 class JobRetryView(MountedView):
+    key_scopes = {"POST": CHANGES}
     openapi = OperationText(
         operation=JOB_RETRY,
         summary={API_CLIENT: "Re-queue a failed job", ACCOUNT_HOLDER: "Re-queue one of your failed jobs"},
@@ -603,6 +611,7 @@ class JobRetryView(MountedView):
 
 
 class JobCancelView(MountedView):
+    key_scopes = {"POST": SENDS}
     openapi = OperationText(
         operation=JOB_CANCEL,
         summary={API_CLIENT: "Cancel a pending job", ACCOUNT_HOLDER: "Cancel one of your pending jobs"},
@@ -632,6 +641,8 @@ DASHBOARD_PERIODS = [7, 30, 90]
 
 
 class DashboardStatsView(AccountHolderView):
+    key_scopes = {"GET": READS}
+
     class QuerySerializer(RequestSerializer):
         days = PositiveIntegerParamField(required=False)
 

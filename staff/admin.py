@@ -97,7 +97,7 @@ class ReadOnlyInline(admin.TabularInline):
 
 class ApiKeyInline(ReadOnlyInline):
     model = ApiKey
-    fields = readonly_fields = ("hint", "created_at", "revoked_at")
+    fields = readonly_fields = ("name", "scope", "hint", "created_at", "last_used_at", "revoked_at")
 
 
 class ProviderKeyInline(ReadOnlyInline):

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import ApiKeyView
+from accounts.access import CHANGES, READS, ApiKeyView
 from accounts.authentication import request_account
 from core.api.fields import EMAIL_SCHEMA, EmailAddressField, OneOfField
 from core.api.pages import Page, PageQuery, page_parameters
@@ -28,6 +28,8 @@ class SuppressionListQuery(PageQuery):
 
 
 class SuppressionsView(ApiKeyView):
+    key_scopes = {"GET": READS, "POST": CHANGES}
+
     @extend_schema_serializer(component_name="SuppressionRequest")
     class InputSerializer(RequestSerializer):
         email = EmailAddressField()
@@ -99,6 +101,8 @@ class SuppressionsView(ApiKeyView):
 
 
 class SuppressionView(ApiKeyView):
+    key_scopes = {"DELETE": CHANGES}
+
     @extend_schema(
         summary="Remove a suppressed address",
         description=(

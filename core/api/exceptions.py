@@ -80,6 +80,14 @@ class ApiKeyInvalid(ApiError):
     message = "Invalid API key"
 
 
+class ApiKeyScopeRefused(ApiError):
+    """The key is valid, but its scope does not cover the operation (docs/rules.md, "API keys and scopes")."""
+
+    status = 403
+    code = "api_key_scope_refused"
+    message = "This API key's scope does not allow this request"
+
+
 class AuthenticationRequired(ApiError):
     """An account holder's endpoint called with neither a session nor an API key."""
 

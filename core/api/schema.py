@@ -18,7 +18,7 @@ from drf_spectacular.extensions import (
     OpenApiSerializerFieldExtension,
 )
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import build_basic_type
+from drf_spectacular.plumbing import ComponentRegistry, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
@@ -26,6 +26,7 @@ from core.api.exceptions import (
     ApiKeyInBothHeaders,
     ApiKeyInvalid,
     ApiKeyMissing,
+    ApiKeyScopeRefused,
     AuthenticationRequired,
     CsrfFailed,
     LengthRequired,
@@ -67,6 +68,10 @@ ERROR_ENVELOPE = {
 }
 
 
+# Where an error answer's description lists its codes.
+CODES_LISTED = "\n\n`code`: "
+
+
 class ErrorAnswer:
     """What an error status means for an operation, and the conditions it may answer (their codes are listed)."""
 
@@ -75,8 +80,15 @@ class ErrorAnswer:
         self.conditions = conditions
 
     def described(self) -> str:
-        codes = ", ".join(f"`{condition.code}`" for condition in self.conditions)
-        return f"{self.description}\n\n`code`: {codes}."
+        return f"{self.description}{CODES_LISTED}{self._codes()}."
+
+    def added_to(self, described: str) -> str:
+        """Another answer's `described` text, with this one's sentence after its own and its codes after theirs."""
+        description, _, codes = described.rpartition(CODES_LISTED)
+        return f"{description} {self.description}{CODES_LISTED}{codes.removesuffix('.')}, {self._codes()}."
+
+    def _codes(self) -> str:
+        return ", ".join(f"`{condition.code}`" for condition in self.conditions)
 
 
 # What each error status means, as a client reads it; an operation may answer one more precisely.
@@ -298,7 +310,32 @@ class OperationText:
         return response_links(200, *links) if links else {}
 
 
-class MountedSchema(AutoSchema):
+SCOPES_EXTENSION = "x-api-key-scopes"
+SCOPE_REFUSED = ErrorAnswer("Or the API key's scope does not allow this operation.", ApiKeyScopeRefused)
+
+
+class ApiSchema(AutoSchema):
+    """Every operation: AutoSchema's, with the scopes of API key that may call it (the view's ``key_scopes``), as
+    ``x-api-key-scopes`` and a line of its description. An operation no key may call has neither."""
+
+    def get_operation(
+        self, path: str, path_regex: str, path_prefix: str, method: str, registry: ComponentRegistry
+    ) -> dict[str, Any] | None:
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        scopes = getattr(self.view, "key_scopes", {}).get(self.method)
+        if operation is None or not scopes:
+            return operation
+        names = sorted(str(scope) for scope in scopes)
+        operation[SCOPES_EXTENSION] = names
+        listed = " or ".join(f"`{name}`" for name in names)
+        description = operation.get("description", "")
+        operation["description"] = f"{description}\n\nAPI keys of scope {listed} may call it.".strip()
+        if refused := operation.get("responses", {}).get("403"):
+            refused["description"] = SCOPE_REFUSED.added_to(refused["description"])
+        return operation
+
+
+class MountedSchema(ApiSchema):
     """A ``MountedView``'s operation: its ``openapi`` text as the view's mount reads it.
 
     drf-spectacular builds each path's view with that URL's ``as_view()`` arguments before it reads the view (its

@@ -28,6 +28,8 @@ from accounts.services import (
     account_create,
     account_set_monthly_limit,
     account_sign_up,
+    api_key_create,
+    api_key_revoke,
     provider_key_add,
     provider_key_move,
     provider_key_set,
@@ -200,6 +202,13 @@ def neither_session_nor_key(request: pytest.FixtureRequest) -> Any:
 @answers("account_inactive", 403, "Account is inactive")
 def inactive_account(request: pytest.FixtureRequest) -> Any:
     return client(request, is_active=False).get(PING)
+
+
+@answers("api_key_scope_refused", 403, "This API key's scope does not allow this request")
+def read_key_sending(request: pytest.FixtureRequest) -> Any:
+    read_key = api_key_create(account=client(request).account, name="reports", scope="read")
+    body = {"url": "https://hooks.example.com/in", "payload": {}}
+    return APIClient().post(WEBHOOK, body, format="json", HTTP_X_API_KEY=read_key)
 
 
 @answers("account_missing", 403, "This user has no NotifyHub account")
@@ -731,6 +740,29 @@ def sample_webhook_to_a_private_address(request: pytest.FixtureRequest) -> objec
 @raises("monthly_limit_invalid", "A monthly limit must be a whole number, 1 or more.")
 def monthly_limit_of_zero(request: pytest.FixtureRequest) -> object:
     return account_set_monthly_limit(account=client(request).account, limit=0)
+
+
+@raises("api_key_name_invalid", "An API key's name must be 1 to 64 characters on one line.")
+def key_name_on_two_lines(request: pytest.FixtureRequest) -> object:
+    return api_key_create(account=client(request).account, name="two\nlines")
+
+
+@raises("api_key_name_taken", "An active API key is named Default already.")
+def key_name_twice(request: pytest.FixtureRequest) -> object:
+    return api_key_create(account=client(request).account, name="Default")
+
+
+@raises("api_key_limit", "An account may have at most 10 active API keys. Revoke one first.")
+def eleventh_key(request: pytest.FixtureRequest) -> object:
+    account = client(request).account
+    for number in range(2, 11):
+        api_key_create(account=account, name=f"key {number}")
+    return api_key_create(account=account, name="key 11")
+
+
+@raises("api_key_not_found", "There is no active API key named CI.")
+def revoke_of_a_missing_key(request: pytest.FixtureRequest) -> object:
+    return api_key_revoke(account=client(request).account, name="CI")
 
 
 @pytest.mark.parametrize(("code", "message", "call"), RAISED)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.urls import resolve
 
-from core.api.schema import ERROR_DESCRIPTIONS
+from core.api.schema import ERROR_DESCRIPTIONS, SCOPE_REFUSED
 from core.api.views import Mount, MountedView
 from notifications.views import ACCOUNT_HOLDER, API_CLIENT, JobCancelView, JobDetailView, JobListView, JobRetryView
 from tests.clients import APIClient
@@ -96,6 +96,10 @@ def test_each_mounts_document_has_the_mounts_ids_words_and_error_meanings(
 
     assert [operation_id for operation_id in ids if not operation_id.startswith(f"{mount.operation_prefix}_")] == []
     assert operation["summary"] == view.openapi.summary_at(mount)
-    assert operation["description"] == view.openapi.description_at(mount)
-    for status in [401, 403]:
-        assert operation["responses"][str(status)]["description"] == meanings[status].described()
+    # Then the scopes of key that may call it (docs/rules.md, "API keys and scopes").
+    scopes = " or ".join(f"`{scope}`" for scope in sorted(view.key_scopes[method.upper()]))
+    assert (
+        operation["description"] == f"{view.openapi.description_at(mount)}\n\nAPI keys of scope {scopes} may call it."
+    )
+    assert operation["responses"]["401"]["description"] == meanings[401].described()
+    assert operation["responses"]["403"]["description"] == SCOPE_REFUSED.added_to(meanings[403].described())

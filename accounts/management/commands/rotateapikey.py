@@ -9,12 +9,12 @@ from accounts.services import api_key_issue
 
 
 class Command(BaseCommand):
-    help = "Revoke the account's API key and print the new one as the last line."
+    help = "Replace the account's first API key with a new one of its name and scope; print it as the last line."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("email")
 
     def handle(self, *args: Any, email: str, **options: Any) -> None:
         api_key = api_key_issue(account=account_or_error(email))
-        self.stdout.write(f"Revoked the previous key of {email}. New API key (shown once):")
+        self.stdout.write(f"Revoked the first key of {email}. New API key (shown once):")
         self.stdout.write(api_key)
