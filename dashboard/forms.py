@@ -10,7 +10,9 @@ from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.template.loader import render_to_string
 from rest_framework import serializers
 
+from accounts.models import API_KEY_NAME_MAX_LENGTH, KeyScope
 from core.api.fields import EMAIL_MAX_LENGTH, DomainNameField, EmailAddressField, HttpsUrlField
+from core.errors import ApiKeyNameInvalid
 from dashboard.mail import send_platform_email
 from event_endpoints.models import EventType
 from notifications.delivery.http import is_refused_target
@@ -96,6 +98,30 @@ class ConfirmPasswordForm(forms.Form):
         if not self.user.check_password(password):
             raise forms.ValidationError("That is not your password.")
         return password
+
+
+# --- The API keys page --------------------------------------------------------------------------
+
+
+class ApiKeyCreateForm(forms.Form):
+    """A new key's name and scope; ``accounts.services.api_key_create`` checks the name again, with the account's
+    other keys, and the page shows its refusals."""
+
+    name = forms.CharField(
+        label="Name",
+        max_length=API_KEY_NAME_MAX_LENGTH,
+        # The service's own words, so the page and the API refuse a name alike.
+        error_messages={"required": ApiKeyNameInvalid.message, "max_length": ApiKeyNameInvalid.message},
+        widget=forms.TextInput(attrs={"placeholder": "CI", "autocomplete": "off", "spellcheck": "false"}),
+        help_text="What uses the key, such as CI or the billing service: unique among your keys.",
+    )
+    scope = forms.ChoiceField(
+        label="Scope",
+        choices=KeyScope.choices,
+        initial=KeyScope.FULL,
+        help_text="Full access calls the whole API. Send only sends notifications (one at a time or in batches), "
+        "cancels jobs and pings. Read only calls the reading (GET) operations and ping.",
+    )
 
 
 # --- The domain page ---------------------------------------------------------------------------

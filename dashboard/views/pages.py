@@ -1,4 +1,4 @@
-"""The landing page, the dashboard's home, the API key and the account pages."""
+"""The landing page, the dashboard's home, the API keys and the account pages."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from django.shortcuts import redirect, render
 from django.views import View
 from django.views.generic import TemplateView
 
-from accounts.selectors import active_api_key, configured_providers, usage_get
-from accounts.services import account_delete, api_key_issue
-from core.errors import DomainError
+from accounts.models import DEFAULT_KEY_NAME, MAX_ACTIVE_API_KEYS, KeyScope
+from accounts.selectors import active_api_key, active_api_keys, configured_providers, usage_get
+from accounts.services import account_delete, api_key_create, api_key_revoke
+from core.errors import DomainError, NotPermitted
 from dashboard.chart import outcome_chart
-from dashboard.forms import ConfirmPasswordForm
+from dashboard.forms import ApiKeyCreateForm, ConfirmPasswordForm
 from dashboard.views.base import HolderView, no_store
 from domains.models import DomainStatus
 from domains.selectors import domain_get
@@ -77,22 +78,66 @@ class HomeView(HolderView, TemplateView):
 
 
 class ApiKeyView(HolderView, View):
+    """The account's API keys: the active ones, each revoked from its row, and the form creating one, whose answer
+    shows the new key once. The first key's form comes named ``Default``."""
+
     template_name = "dashboard/api_key.html"
 
     def get(self, request: HttpRequest) -> HttpResponse:
         return self._page(request)
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        try:
-            raw_key = api_key_issue(account=self.account)
-        except DomainError as error:
-            messages.error(request, error.message)
-            return redirect("api-key")
-        return no_store(self._page(request, new_key=raw_key))
+        action = request.POST.get("action", "")
+        if action == "create":
+            return self._create(request)
+        if action == "revoke":
+            self._revoke(request, request.POST.get("name", ""))
+        return redirect("api-key")
 
-    def _page(self, request: HttpRequest, new_key: str | None = None) -> HttpResponse:
-        context = {"account": self.account, "key": active_api_key(account=self.account), "new_key": new_key}
-        return render(request, self.template_name, context)
+    def _create(self, request: HttpRequest) -> HttpResponse:
+        form = ApiKeyCreateForm(request.POST)
+        if not form.is_valid():
+            return self._page(request, form=form, status=400)
+        name, scope = form.cleaned_data["name"], form.cleaned_data["scope"]
+        try:
+            raw_key = api_key_create(account=self.account, name=name, scope=scope)
+        except DomainError as error:  # unconfirmed, the name taken or refused, MAX_ACTIVE_API_KEYS already
+            status = 403 if isinstance(error, NotPermitted) else 400
+            return self._page(request, form=form, error=error.message, status=status)
+        # The POST's own answer: the key exists nowhere to show it from after this.
+        new_key = {"key": raw_key, "name": name, "scope": KeyScope(scope).label}
+        return no_store(self._page(request, new_key=new_key))
+
+    def _revoke(self, request: HttpRequest, name: str) -> None:
+        try:
+            api_key_revoke(account=self.account, name=name)
+        except DomainError as error:  # no active key of that name in this account
+            messages.error(request, error.message)
+        else:
+            messages.success(request, f"Revoked the API key {name}.")
+
+    def _page(
+        self,
+        request: HttpRequest,
+        *,
+        form: ApiKeyCreateForm | None = None,
+        error: str | None = None,
+        new_key: dict[str, str] | None = None,
+        status: int = 200,
+    ) -> HttpResponse:
+        keys = list(active_api_keys(account=self.account))
+        if form is None:
+            # The first key comes named as the one an operator's account starts with; the holder may rename it.
+            form = ApiKeyCreateForm(initial={} if keys else {"name": DEFAULT_KEY_NAME})
+        context = {
+            "account": self.account,
+            "keys": keys,
+            "max_keys": MAX_ACTIVE_API_KEYS,
+            "form": form,
+            "error": error,
+            "new_key": new_key,
+        }
+        return render(request, self.template_name, context, status=status)
 
 
 class AccountView(HolderView, TemplateView):
@@ -116,5 +161,5 @@ class AccountDeleteView(HolderView, View):
             return render(request, self.template_name, {"form": form}, status=400)
         account_delete(account=self.account)
         logout(request)
-        messages.success(request, "Your account is deleted. Its API key no longer works.")
+        messages.success(request, "Your account is deleted. Its API keys no longer work.")
         return redirect("landing")

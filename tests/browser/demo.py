@@ -1,5 +1,5 @@
-"""A paid holder whose pages all have something to show: provider keys, a verified domain, secrets, jobs, usage,
-an event endpoint and a failing webhook destination."""
+"""A paid holder whose pages all have something to show: API keys, provider keys, a verified domain, secrets, jobs,
+usage, an event endpoint and a failing webhook destination."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from uuid import UUID
 
 from django.utils import timezone
 
-from accounts.models import Account, UsagePeriod
+from accounts.models import Account, ApiKey, KeyScope, UsagePeriod
 from accounts.plans import Plan
 from accounts.selectors import current_period
-from accounts.services import account_create, provider_key_set, signing_secret_generate
+from accounts.services import account_create, api_key_create, provider_key_set, signing_secret_generate
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
 from event_endpoints.models import Event, EventDelivery, EventDeliveryStatus
 from event_endpoints.services import endpoint_create
@@ -87,6 +87,7 @@ class DemoHolder:
 
 def demo_holder_create(*, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD) -> DemoHolder:
     account, _api_key = account_create(email=email, plan=Plan.STARTUP, password=password)
+    _api_keys(account)
     for provider in DEMO_RECORDS:
         provider_key_set(account=account, provider=provider, api_key=f"{provider.lower()}-demo-key")
     _verified_domain(account)
@@ -99,6 +100,22 @@ def demo_holder_create(*, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD
         account=account, period_start=current_period(account)[0], defaults={"used": WEBHOOKS_USED}
     )
     return DemoHolder(account=account, email=email, password=password)
+
+
+def _api_keys(account: Account) -> None:
+    """Besides the first key (``Default``, used a minute ago), a send-only key used today and a read-only one never
+    used, each made some days ago."""
+    api_key_create(account=account, name="Billing service", scope=KeyScope.SEND)
+    api_key_create(account=account, name="Reporting", scope=KeyScope.READ)
+    now = timezone.now()
+    for name, made, used in [
+        ("Default", timedelta(days=41), timedelta(minutes=1)),
+        ("Billing service", timedelta(days=12), timedelta(hours=3)),
+        ("Reporting", timedelta(days=2), None),
+    ]:
+        ApiKey.objects.filter(account=account, name=name, revoked_at__isnull=True).update(
+            created_at=now - made, last_used_at=now - used if used else None
+        )
 
 
 def _verified_domain(account: Account) -> None:

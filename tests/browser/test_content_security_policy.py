@@ -99,7 +99,8 @@ def test_a_copy_button_copies_the_new_api_key(
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     sign_in_as(demo_holder.user)
     page.goto("/dashboard/api-key/")
-    page.get_by_role("button", name="Regenerate API key").click()
+    page.get_by_label("Name", exact=True).fill("CI")
+    page.get_by_role("button", name="Create API key").click()
     key = page.locator("code#new-api-key").inner_text()
 
     page.get_by_role("button", name="Copy").click()

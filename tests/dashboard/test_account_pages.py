@@ -1,8 +1,10 @@
-"""Sign-up, confirmation, sign-in, password reset and change, the account, API key and webhooks pages."""
+"""Sign-up, confirmation, sign-in, password reset and change, the account, API keys and webhooks pages."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -10,8 +12,8 @@ from django.core import mail
 from django.test import Client as Browser
 from django.utils import timezone
 
-from accounts.models import Account, ApiKey, SigningSecret
-from accounts.services import UNCONFIRMED_KEY_MESSAGE
+from accounts.models import MAX_ACTIVE_API_KEYS, Account, ApiKey, SigningSecret
+from accounts.services import UNCONFIRMED_KEY_MESSAGE, api_key_create, api_key_revoke
 from tests.conftest import Client
 from tests.dashboard.pages import page_html, page_text
 from tests.fakes.events import PostmarkEvents, SendGridEvents
@@ -147,9 +149,13 @@ def test_an_unconfirmed_holder_signs_in_but_cannot_make_a_key_and_can_ask_for_a_
     sign_up(browser)
     assert browser.post("/login/", {"username": "ada@example.com", "password": PASSWORD})["Location"] == "/dashboard/"
 
-    refused = browser.post("/dashboard/api-key/", follow=True)
+    page = page_text(browser.get("/dashboard/api-key/"))
+    refused = browser.post("/dashboard/api-key/", {"action": "create", "name": "Default", "scope": "full"})
     resent = browser.post("/signup/confirm/resend/", follow=True)
 
+    assert "Confirm your email address first: follow the link we emailed to ada@example.com." in page
+    assert "Generate API key" not in page
+    assert refused.status_code == 403
     assert UNCONFIRMED_KEY_MESSAGE in page_text(refused)
     assert not ApiKey.objects.exists()
     assert "We sent a new confirmation link to ada@example.com" in page_text(resent)
@@ -369,25 +375,154 @@ def test_the_account_page_shows_the_email_plan_and_customer_id(holder: tuple[Bro
     assert str(account.public_id) in text
 
 
-# --- API key -----------------------------------------------------------------------------------
+# --- API keys ----------------------------------------------------------------------------------
+
+NEW_KEY = re.compile(r'id="new-api-key">(nh_[0-9a-f]{64})<')
 
 
-def test_regenerating_the_key_shows_the_new_one_once_and_the_old_one_stops(
+def create_key(browser: Browser, name: str, scope: str = "full") -> Any:
+    return browser.post("/dashboard/api-key/", {"action": "create", "name": name, "scope": scope})
+
+
+def key_row(response: Any, name: str) -> str:
+    """The text of the keys table's row of the key named ``name``, or "" without one."""
+    rows = re.findall(r"<tr>.*?</tr>", response.content.decode(), flags=re.DOTALL)
+    found = [row for row in rows if f"<strong>{name}</strong>" in row]
+    return page_text(SimpleNamespace(content=found[0].encode())).strip() if found else ""
+
+
+def when(moment: datetime) -> str:
+    """A time as the page writes it: ``Nov 3, 2025, 14:02``."""
+    return f"{moment:%b} {moment.day}, {moment:%Y, %H:%M}"
+
+
+def ping(api_key: str) -> int:
+    return int(Browser().get("/api/v1/ping", HTTP_X_API_KEY=api_key).status_code)
+
+
+def test_the_first_key_comes_named_default_and_is_shown_once(holder: tuple[Browser, Account]) -> None:
+    browser, account = holder
+    api_key_revoke(account=account, name="Default")
+    empty = browser.get("/dashboard/api-key/")
+    assert "You have no API key yet." in page_text(empty)
+    assert 'name="name" value="Default"' in page_html(empty)
+    assert "Generate API key" in page_text(empty)
+    assert '<a href="/dashboard/api-key/">Create your API key</a>' in page_html(browser.get("/dashboard/"))
+
+    response = create_key(browser, "Default")
+
+    new_key = NEW_KEY.search(response.content.decode())
+    assert new_key
+    assert response.status_code == 200
+    assert response["Cache-Control"] == "no-store"
+    assert "Copy it now: it is shown only once." in page_text(response)
+    assert ping(new_key.group(1)) == 200
+    shown_later = browser.get("/dashboard/api-key/")
+    assert new_key.group(1) not in page_html(shown_later)
+    assert "Create API key" in page_text(shown_later)
+    assert "Generate API key" not in page_text(shown_later)
+    assert "Create your API key done" in page_text(browser.get("/dashboard/"))
+
+
+def test_a_new_key_is_shown_once_then_listed_with_its_scope_hint_and_last_use(
     holder: tuple[Browser, Account], startup: Client
 ) -> None:
-    browser, _ = holder
+    browser, account = holder
 
-    response = browser.post("/dashboard/api-key/")
+    response = create_key(browser, "  CI  ", "send")
 
-    new_key = re.search(r'id="new-api-key">(nh_[0-9a-f]{64})<', response.content.decode())
+    new_key = NEW_KEY.search(response.content.decode())
     assert new_key
     assert response["Cache-Control"] == "no-store"
+    assert "Your new API key CI · Send only" in page_text(response)
+    assert ping(new_key.group(1)) == 200  # and the old key still works: creating revokes nothing
+    assert startup.get("/api/v1/ping").status_code == 200
+    listed = browser.get("/dashboard/api-key/")
+    assert new_key.group(1) not in page_html(listed)
+    assert "2 of 10 keys, oldest first." in page_text(listed)
+    ci = ApiKey.objects.get(account=account, name="CI")
+    assert ci.last_used_at is not None
+    created, used = ci.created_at, ci.last_used_at
+    # The name and hint, the phone's line of dates, the scope, the dates' own columns (UTC), the button.
+    assert key_row(listed, "CI") == (
+        f"CI {new_key.group(1)[:10]}… Created {created:%b} {created.day}, {created:%Y} · last used {when(used)} UTC "
+        f"Send only {when(created)} {when(used)} Revoke"
+    )
+    # The answer that showed the key listed the keys too, before either was used.
+    assert "last used never Full access" in key_row(response, "Default")
+    assert key_row(response, "Default").endswith(" never Revoke")
+    assert key_row(response, "CI").endswith(" never Revoke")
+
+
+def test_revoking_a_key_stops_it_at_once_and_leaves_the_others(
+    holder: tuple[Browser, Account], startup: Client
+) -> None:
+    browser, account = holder
+    other = api_key_create(account=account, name="CI")
+
+    response = browser.post("/dashboard/api-key/", {"action": "revoke", "name": "Default"})
+
+    assert (response.status_code, response["Location"]) == (302, "/dashboard/api-key/")
+    page = browser.get("/dashboard/api-key/")
+    assert "Revoked the API key Default." in page_text(page)
+    assert key_row(page, "Default") == ""
+    assert key_row(page, "CI")
     assert startup.get("/api/v1/ping").status_code == 401
-    assert Browser().get("/api/v1/ping", HTTP_X_API_KEY=new_key.group(1)).status_code == 200
-    shown_later = page_html(browser.get("/dashboard/api-key/"))
-    assert new_key.group(1) not in shown_later
-    assert f"Your key begins <code>{new_key.group(1)[:10]}…</code>" in shown_later
-    assert "Regenerate API key" in shown_later
+    assert ping(other) == 200
+
+
+def test_another_accounts_key_cannot_be_revoked(holder: tuple[Browser, Account], free: Client) -> None:
+    browser, account = holder
+    billing = api_key_create(account=free.account, name="Billing")
+
+    refused = browser.post("/dashboard/api-key/", {"action": "revoke", "name": "Billing"}, follow=True)
+    browser.post("/dashboard/api-key/", {"action": "revoke", "name": "Default"})  # the holder's own "Default"
+
+    assert "There is no active API key named Billing." in page_text(refused)
+    assert (ping(billing), ping(free.api_key)) == (200, 200)
+    assert not ApiKey.objects.filter(account=account, revoked_at__isnull=True).exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "scope", "error"),
+    [
+        ("Default", "full", "An active API key is named Default already."),
+        (" Default ", "read", "An active API key is named Default already."),
+        ("CI\tbuild", "full", "An API key's name must be 1 to 64 characters on one line."),
+        ("CI\nbuild", "full", "An API key's name must be 1 to 64 characters on one line."),
+        ("", "full", "An API key's name must be 1 to 64 characters on one line."),
+        ("x" * 65, "full", "An API key's name must be 1 to 64 characters on one line."),
+        ("CI", "admin", "Select a valid choice. admin is not one of the available choices."),
+    ],
+)
+def test_a_refused_key_says_why_keeps_the_input_and_makes_nothing(
+    holder: tuple[Browser, Account], name: str, scope: str, error: str
+) -> None:
+    browser, account = holder
+
+    response = create_key(browser, name, scope)
+
+    assert response.status_code == 400
+    assert error in page_text(response)
+    assert "new-api-key" not in page_html(response)
+    assert "no-store" not in response.get("Cache-Control", "")
+    if name and name.isprintable():
+        assert f'value="{name}"' in page_html(response)
+    assert ApiKey.objects.filter(account=account, revoked_at__isnull=True).count() == 1
+
+
+def test_the_eleventh_key_is_refused(holder: tuple[Browser, Account]) -> None:
+    browser, account = holder
+    for number in range(2, MAX_ACTIVE_API_KEYS + 1):
+        api_key_create(account=account, name=f"Service {number}")
+
+    response = create_key(browser, "One too many", "read")
+
+    assert response.status_code == 400
+    assert "An account may have at most 10 active API keys. Revoke one first." in page_text(response)
+    assert 'value="One too many"' in page_html(response)
+    assert "10 of 10 keys" in page_text(response)
+    assert ApiKey.objects.filter(account=account, revoked_at__isnull=True).count() == MAX_ACTIVE_API_KEYS
 
 
 # --- webhooks ----------------------------------------------------------------------------------
