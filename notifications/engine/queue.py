@@ -42,10 +42,24 @@ def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) 
     The job row is already committed, so the client's 202 stands: failing the request here
     would report a job as not accepted while it will be delivered.
     """
-    error = task_publish(DELIVER_TASK, str(job_id), priority=BROKER_PRIORITY[priority], countdown=countdown)
-    if error is not None:
-        logger.warning("Broker unreachable; job %s will be re-sent by the sweeper: %s", job_id, error)
-        _leave_to_the_sweeper([job_id], countdown=countdown)
+    jobs_enqueue([(job_id, priority)], countdown=countdown)
+
+
+def jobs_enqueue(jobs: Sequence[tuple[UUID, int]], *, countdown: float | None = None) -> None:
+    """`job_enqueue` for many jobs, each ``(id, priority)``. Once the broker fails, the jobs not yet sent are left
+    to the sweeper in one statement, instead of each waiting out the publish's retries in turn."""
+    for sent, (job_id, priority) in enumerate(jobs):
+        error = task_publish(DELIVER_TASK, str(job_id), priority=BROKER_PRIORITY[priority], countdown=countdown)
+        if error is not None:
+            unsent = [job_id for job_id, _ in jobs[sent:]]
+            logger.warning(
+                "Broker unreachable; %d job(s) will be re-sent by the sweeper, from %s on: %s",
+                len(unsent),
+                job_id,
+                error,
+            )
+            _leave_to_the_sweeper(unsent, countdown=countdown)
+            return
 
 
 def dispatch_soon() -> None:
@@ -54,18 +68,6 @@ def dispatch_soon() -> None:
     error = task_publish(DISPATCH_TASK, priority=BROKER_PRIORITY[1])
     if error is not None:
         logger.warning("Broker unreachable; due jobs wait for the dispatcher's next tick: %s", error)
-
-
-def jobs_enqueue(jobs: Sequence[tuple[UUID, int]]) -> None:
-    """`job_enqueue` for many jobs, each ``(id, priority)``. Once the broker fails, the jobs not yet sent are left
-    to the sweeper in one statement, instead of each waiting out the publish's retries in turn."""
-    for sent, (job_id, priority) in enumerate(jobs):
-        error = task_publish(DELIVER_TASK, str(job_id), priority=BROKER_PRIORITY[priority])
-        if error is not None:
-            unsent = [job_id for job_id, _ in jobs[sent:]]
-            logger.warning("Broker unreachable; %d job(s) will be re-sent by the sweeper: %s", len(unsent), error)
-            _leave_to_the_sweeper(unsent, countdown=None)
-            return
 
 
 def task_publish(task: str, *arguments: str, priority: int, countdown: float | None = None) -> BaseException | None:

@@ -7,11 +7,10 @@ import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
-from io import StringIO
 from typing import Any
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -23,6 +22,7 @@ from accounts.selectors import active_api_keys
 from accounts.services import api_key_create, api_key_issue, api_key_revoke
 from accounts.throttle import reset_rate_limits
 from core.errors import ApiKeyLimit, ApiKeyNameInvalid, ApiKeyNameTaken, ApiKeyNotFound
+from tests.accounts.test_commands import ping, run
 from tests.api.test_envelope import assert_error
 from tests.clients import APIClient
 from tests.conftest import Client
@@ -120,7 +120,7 @@ def test_the_dashboard_session_is_not_a_key_and_keeps_every_operation(startup: C
 
 def test_a_revoked_key_is_refused_at_once_and_the_others_go_on(startup: Client) -> None:
     ci = api_key_create(account=startup.account, name="CI", scope="send")
-    assert APIClient().get("/api/v1/ping", HTTP_X_API_KEY=ci).status_code == 200
+    assert ping(ci) == 200
 
     api_key_revoke(account=startup.account, name="CI")
 
@@ -153,9 +153,9 @@ def test_rotating_replaces_only_the_first_key_keeping_its_name_and_scope(startup
     ci = api_key_create(account=startup.account, name="CI", scope="send")
     rotated = api_key_issue(account=startup.account)
 
-    assert APIClient().get("/api/v1/ping", HTTP_X_API_KEY=startup.api_key).status_code == 401
-    assert APIClient().get("/api/v1/ping", HTTP_X_API_KEY=rotated).status_code == 200
-    assert APIClient().get("/api/v1/ping", HTTP_X_API_KEY=ci).status_code == 200
+    assert ping(startup.api_key) == 401
+    assert ping(rotated) == 200
+    assert ping(ci) == 200
     assert [(key.name, key.scope) for key in active_api_keys(account=startup.account)] == [
         ("CI", "send"),
         ("Default", "full"),
@@ -179,12 +179,6 @@ def test_a_keys_last_use_is_recorded_once_a_minute(startup: Client) -> None:
     assert ApiKey.objects.get(pk=key.pk).last_used_at > first_use
 
 
-def run(*args: str) -> list[str]:
-    out = StringIO()
-    call_command(*args, stdout=out)
-    return out.getvalue().splitlines()
-
-
 def test_the_apikey_command_creates_lists_and_revokes(make_client: Callable[..., Client]) -> None:
     holder = make_client(Plan.INDIE)
     email = holder.account.user.email
@@ -201,7 +195,7 @@ def test_the_apikey_command_creates_lists_and_revokes(make_client: Callable[...,
     assert listed[1].split("\t")[2] == f"{api_key[:10]}…"
     assert listed[0].endswith("last used never")
     assert revoked == [f"Revoked the API key CI of {email}."]
-    assert APIClient().get("/api/v1/ping", HTTP_X_API_KEY=api_key).status_code == 401
+    assert ping(api_key) == 401
 
 
 def test_the_apikey_command_says_what_it_refuses(startup: Client) -> None:
