@@ -68,6 +68,12 @@ def request_account(request: Request) -> Account:
     return account
 
 
+def request_in_test_mode(request: Request) -> bool:
+    """Whether the request acts in test mode: made with a test key (docs/rules.md, "Test mode"). A signed-in holder
+    acts live."""
+    return isinstance(request.auth, ApiKey) and request.auth.is_test
+
+
 # Also the error of a job the worker meets for such an account (docs/job-states.md).
 INACTIVE_ACCOUNT_MESSAGE = AccountInactive.message
 

@@ -66,6 +66,14 @@ class KeyScope(models.TextChoices):
     READ = "read", "Read only"
 
 
+class KeyMode(models.TextChoices):
+    """Whether an API key's sends go out (docs/rules.md, "Test mode"): a test key's jobs run every rule, send
+    nothing, spend no quota, and are seen only by test keys."""
+
+    LIVE = "live", "Live"
+    TEST = "test", "Test"
+
+
 # The name of an account's first key, and of every key made before keys had names.
 DEFAULT_KEY_NAME = "Default"
 MAX_ACTIVE_API_KEYS = 10
@@ -84,6 +92,7 @@ class ApiKey(models.Model):
     # defaults let the release before these columns go on issuing keys while the migrations run.
     name = models.CharField(max_length=API_KEY_NAME_MAX_LENGTH, default=DEFAULT_KEY_NAME, db_default=DEFAULT_KEY_NAME)
     scope = models.CharField(max_length=8, choices=KeyScope.choices, default=KeyScope.FULL, db_default=KeyScope.FULL)
+    mode = models.CharField(max_length=8, choices=KeyMode.choices, default=KeyMode.LIVE, db_default=KeyMode.LIVE)
     created_at = models.DateTimeField(auto_now_add=True)
     # When a request last used it, to the minute: written at most once a minute a key.
     last_used_at = models.DateTimeField(null=True, blank=True)
@@ -98,6 +107,10 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hint}… ({'revoked' if self.revoked_at else 'active'})"
+
+    @property
+    def is_test(self) -> bool:
+        return self.mode == KeyMode.TEST
 
 
 class UsagePeriod(models.Model):
@@ -150,3 +163,57 @@ class ProviderKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider} key of {self.account_id} (priority {self.priority})"
+
+
+class AuditAction(models.TextChoices):
+    """What an audit entry says was changed (docs/rules.md, "Audit log")."""
+
+    API_KEY_CREATED = "api_key.created", "API key created"
+    API_KEY_REVOKED = "api_key.revoked", "API key revoked"
+    PROVIDER_KEY_ADDED = "provider_key.added", "Provider key added"
+    PROVIDER_KEY_REMOVED = "provider_key.removed", "Provider key removed"
+    PROVIDER_KEY_REORDERED = "provider_key.reordered", "Provider keys reordered"
+    DOMAIN_REQUESTED = "domain.requested", "Domain requested"
+    DOMAIN_VERIFIED = "domain.verified", "Domain verified"
+    DOMAIN_DELETED = "domain.deleted", "Domain deleted"
+    SIGNING_SECRET_GENERATED = "signing_secret.generated", "Signing secret generated"
+    SIGNING_SECRET_ROTATED = "signing_secret.rotated", "Signing secret rotated"
+    SIGNING_SECRET_DELETED = "signing_secret.deleted", "Signing secret deleted"
+    TRACKING_CREDENTIAL_SET = "tracking_credential.set", "Event tracking credential set"
+    EVENT_ENDPOINT_CREATED = "event_endpoint.created", "Event endpoint created"
+    EVENT_ENDPOINT_DELETED = "event_endpoint.deleted", "Event endpoint deleted"
+    SUPPRESSION_ADDED = "suppression.added", "Suppression added"
+    SUPPRESSION_REMOVED = "suppression.removed", "Suppression removed"
+    PLAN_CHANGED = "plan.changed", "Plan changed"
+    LIMIT_CHANGED = "limit.changed", "Monthly limit changed"
+    ACCOUNT_DELETED = "account.deleted", "Account deleted"
+    ACCOUNT_RESTORED = "account.restored", "Account restored"
+
+
+# What an entry's target holds at most: an event endpoint's URL, the longest thing one names.
+AUDIT_TARGET_MAX_LENGTH = 2048
+
+
+class AuditEntry(models.Model):
+    """One change to an account: what, who made it, on what, from where, when. Never a key, a secret, a token or a
+    password (docs/rules.md, "Audit log")."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="audit_entries")
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    # "holder", "operator" or "staff:<username>" (core/actor.py).
+    actor = models.CharField(max_length=160)
+    # A key's name, a provider, a domain, an endpoint's URL (credentials masked), an address, a plan, a limit; empty
+    # for what the account has one of (its signing secret, itself).
+    target = models.CharField(max_length=AUDIT_TARGET_MAX_LENGTH, blank=True)
+    # The client's address; none for a change made outside a request (an operator's).
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["account", "-created_at"], name="audit_account_recent")]
+        # Newest first, as the API, the dashboard and the admin list them.
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor}"

@@ -9,15 +9,16 @@ from django.utils import timezone
 
 from accounts.billing import billing_period
 from accounts.keys import api_key_digest, is_well_formed
-from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
+from accounts.models import Account, ApiKey, AuditEntry, ProviderKey, SigningSecret, UsagePeriod
 from core import sql
 from core.crypto import decrypt
+from core.paging import page_rows
 from providers.base import Credentials
 
 # Every API request starts here, so the lookup is one plain statement: compiling the ORM
 # query cost more than running it. Only the columns authentication, limits and quota read.
 # The key's account_id is the account's id, set when the account is assigned: read once, as a.id.
-KEY_FIELDS = ("id", "scope", "last_used_at")
+KEY_FIELDS = ("id", "scope", "mode", "last_used_at")
 ACCOUNT_FIELDS = ("id", "user", "plan", "plan_started_on", "monthly_limit", "is_active", "deleted_at")
 # Off the framework's road: docs/departures.md, "raw-sql-key-lookup".
 API_KEY_LOOKUP_SQL = f"""
@@ -131,3 +132,9 @@ def active_api_keys(*, account: Account) -> QuerySet[ApiKey]:
 
 def active_api_key(*, account: Account) -> ApiKey | None:
     return active_api_keys(account=account).first()
+
+
+def audit_list(*, account: Account, page: int, limit: int) -> tuple[list[AuditEntry], int]:
+    """One page of the account's audit log, newest first, and how many entries it has (docs/rules.md, "Audit log")."""
+    entries = AuditEntry.objects.filter(account=account).order_by("-created_at", "-id")
+    return page_rows(entries, page=page, limit=limit)

@@ -17,6 +17,9 @@ from accounts.models import (
     MAX_ACTIVE_API_KEYS,
     Account,
     ApiKey,
+    AuditAction,
+    AuditEntry,
+    KeyMode,
     KeyScope,
     ProviderKey,
     SigningSecret,
@@ -24,6 +27,7 @@ from accounts.models import (
 )
 from accounts.plans import Plan
 from accounts.selectors import active_api_keys, current_period
+from core.actor import current_actor
 from core.crypto import encrypt
 from core.errors import (
     AccountNotDeleted,
@@ -92,24 +96,33 @@ def confirmed_account_required(account: Account, *, refusal: type[EmailUnconfirm
         raise refusal()
 
 
+def audit_record(*, account: Account, action: AuditAction, target: str = "") -> AuditEntry:
+    """Records one change to the account, made by whoever is acting now (core/actor.py), in the caller's
+    transaction: a change rolled back leaves no entry. ``target`` names what changed, never a secret
+    (docs/rules.md, "Audit log")."""
+    actor = current_actor()
+    return AuditEntry.objects.create(account=account, action=action, actor=actor.name, target=target, ip=actor.ip)
+
+
 @transaction.atomic
 def api_key_issue(*, account: Account) -> str:
-    """Replaces the account's first key (its oldest active one) with a new key of the same name and scope, or makes
-    its first key: the one key that `createaccount`, `rotateapikey` and the dashboard's first key deal with. The
-    plaintext is returned, shown once."""
+    """Replaces the account's first key (its oldest active one) with a new key of the same name, scope and mode, or
+    makes its first key: the one key that `createaccount`, `rotateapikey` and the dashboard's first key deal with.
+    The plaintext is returned, shown once."""
     confirmed_account_required(account, refusal=EmailUnconfirmedForKey)
     first = active_api_keys(account=account).select_for_update().first()
     if first is None:
-        return _api_key_add(account, name=DEFAULT_KEY_NAME, scope=KeyScope.FULL)
+        return _api_key_add(account, name=DEFAULT_KEY_NAME, scope=KeyScope.FULL, mode=KeyMode.LIVE)
     first.revoked_at = timezone.now()
     first.save(update_fields=["revoked_at"])
-    return _api_key_add(account, name=first.name, scope=first.scope)
+    audit_record(account=account, action=AuditAction.API_KEY_REVOKED, target=first.name)
+    return _api_key_add(account, name=first.name, scope=first.scope, mode=first.mode)
 
 
 @transaction.atomic
-def api_key_create(*, account: Account, name: str, scope: str = KeyScope.FULL) -> str:
-    """Issues one more key, named ``name`` with ``scope``, of at most MAX_ACTIVE_API_KEYS; the plaintext, shown
-    once (docs/rules.md, "API keys and scopes")."""
+def api_key_create(*, account: Account, name: str, scope: str = KeyScope.FULL, mode: str = KeyMode.LIVE) -> str:
+    """Issues one more key, named ``name`` with ``scope`` and ``mode``, of at most MAX_ACTIVE_API_KEYS; the
+    plaintext, shown once (docs/rules.md, "API keys and scopes")."""
     confirmed_account_required(account, refusal=EmailUnconfirmedForKey)
     name = name.strip()
     if not 1 <= len(name) <= API_KEY_NAME_MAX_LENGTH or not name.isprintable():
@@ -121,13 +134,15 @@ def api_key_create(*, account: Account, name: str, scope: str = KeyScope.FULL) -
         raise ApiKeyLimit()
     if active.filter(name=name).exists():
         raise ApiKeyNameTaken(name=name)
-    return _api_key_add(account, name=name, scope=scope)
+    return _api_key_add(account, name=name, scope=scope, mode=mode)
 
 
+@transaction.atomic
 def api_key_revoke(*, account: Account, name: str) -> None:
     """Revokes the account's active key named ``name``: the next request with it is 401."""
     if not active_api_keys(account=account).filter(name=name).update(revoked_at=timezone.now()):
         raise ApiKeyNotFound(name=name)
+    audit_record(account=account, action=AuditAction.API_KEY_REVOKED, target=name)
 
 
 # How stale a key's last use may be shown: a request writes it only when the one recorded is older.
@@ -142,9 +157,11 @@ def api_key_used(api_key: ApiKey) -> None:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
 
 
-def _api_key_add(account: Account, *, name: str, scope: str) -> str:
+def _api_key_add(account: Account, *, name: str, scope: str, mode: str) -> str:
     raw_key = generate_api_key()
-    ApiKey.objects.create(account=account, digest=api_key_digest(raw_key), hint=raw_key[:10], name=name, scope=scope)
+    digest = api_key_digest(raw_key)
+    ApiKey.objects.create(account=account, digest=digest, hint=raw_key[:10], name=name, scope=scope, mode=mode)
+    audit_record(account=account, action=AuditAction.API_KEY_CREATED, target=name)
     return raw_key
 
 
@@ -155,6 +172,7 @@ def account_delete(*, account: Account) -> None:
     account.save(update_fields=["deleted_at"])
     account.user.is_active = False
     account.user.save(update_fields=["is_active"])
+    audit_record(account=account, action=AuditAction.ACCOUNT_DELETED)
 
 
 @transaction.atomic
@@ -166,20 +184,26 @@ def account_restore(*, account: Account) -> Account:
     account.save(update_fields=["deleted_at"])
     account.user.is_active = True
     account.user.save(update_fields=["is_active"])
+    audit_record(account=account, action=AuditAction.ACCOUNT_RESTORED)
     return account
 
 
+@transaction.atomic
 def account_set_plan(*, account: Account, plan: str) -> Account:
     """Moves the account to ``plan``; a new plan starts a new billing cycle today."""
     account.plan = plan
     account.plan_started_on = timezone.now().date()
     account.save(update_fields=["plan", "plan_started_on"])
+    audit_record(account=account, action=AuditAction.PLAN_CHANGED, target=plan)
     return account
 
 
 MONTHLY_LIMIT_MESSAGE = MonthlyLimitInvalid.message
+# An audit entry's target when staff give an account back its plan's quota.
+PLAN_QUOTA = "plan's quota"
 
 
+@transaction.atomic
 def account_set_monthly_limit(*, account: Account, limit: int | None) -> Account:
     """Gives the account its own monthly limit in place of its plan's quota; None goes back to the plan's.
 
@@ -189,6 +213,7 @@ def account_set_monthly_limit(*, account: Account, limit: int | None) -> Account
         raise MonthlyLimitInvalid()
     account.monthly_limit = limit
     account.save(update_fields=["monthly_limit"])
+    audit_record(account=account, action=AuditAction.LIMIT_CHANGED, target=PLAN_QUOTA if limit is None else str(limit))
     return account
 
 
@@ -255,11 +280,16 @@ def signing_secret_generate(*, account: Account) -> str:
                 "previous_signs_until": timezone.now() + overlap if previous else None,
             },
         )
+        action = AuditAction.SIGNING_SECRET_ROTATED if current else AuditAction.SIGNING_SECRET_GENERATED
+        audit_record(account=account, action=action)
     return secret
 
 
+@transaction.atomic
 def signing_secret_delete(*, account: Account) -> bool:
     deleted, _ = SigningSecret.objects.filter(account=account).delete()
+    if deleted:
+        audit_record(account=account, action=AuditAction.SIGNING_SECRET_DELETED)
     return deleted > 0
 
 
@@ -281,6 +311,7 @@ def provider_key_set(
         provider=provider,
         defaults={"encrypted_api_key": encrypt(api_key), "priority": priority, "encrypted_account_token": token},
     )
+    audit_record(account=account, action=AuditAction.PROVIDER_KEY_ADDED, target=provider)
     return key
 
 
@@ -289,8 +320,11 @@ def _next_priority(account: Account) -> int:
     return (highest or 0) + 1
 
 
+@transaction.atomic
 def provider_key_remove(*, account: Account, provider: str) -> bool:
     deleted, _ = ProviderKey.objects.filter(account=account, provider=provider).delete()
+    if deleted:
+        audit_record(account=account, action=AuditAction.PROVIDER_KEY_REMOVED, target=provider)
     return deleted > 0
 
 
@@ -346,3 +380,5 @@ def provider_key_move(*, account: Account, provider: str, offset: int) -> None:
         if key.priority != priority:
             key.priority = priority
             key.save(update_fields=["priority"])
+    if target != place:  # a key at the end it moves past stays where it is: nothing to record
+        audit_record(account=account, action=AuditAction.PROVIDER_KEY_REORDERED, target=provider)

@@ -1,4 +1,4 @@
-"""The endpoints of the account itself: checking a key, and this period's usage."""
+"""The endpoints of the account itself: checking a key, this period's usage, and the audit log."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from rest_framework.response import Response
 from accounts.access import ANY_KEY, READS, AccountHolderView, ApiKeyView
 from accounts.authentication import request_account
 from accounts.plans import Plan
-from accounts.selectors import usage_get
+from accounts.selectors import audit_list, usage_get
+from accounts.serializers import AuditPageSerializer
 from core.api.envelope import iso_utc
 from core.api.fields import OneOfField
-from core.api.schema import SESSION_ERROR_DESCRIPTIONS, error_responses
+from core.api.pages import Page, PageQuery, page_parameters
+from core.api.schema import QUERY_REFUSED, SESSION_ERROR_DESCRIPTIONS, error_responses
 
 
 class PingView(ApiKeyView):
@@ -69,3 +71,30 @@ class UsageView(AccountHolderView):
                 "resetsOn": usage.resets_on.isoformat(),
             }
         )
+
+
+class AuditView(AccountHolderView):
+    key_scopes = {"GET": READS}
+
+    @extend_schema(
+        summary="Your account's audit log, newest first (dashboard session or API key)",
+        description=(
+            "A page of the changes made to the account, newest first: what changed (`action`), who changed it "
+            "(`actor`: `holder` for the account holder, through the dashboard or an API key; `staff:<username>` for "
+            "NotifyHub's staff; `operator` for an operator's command), what it changed (`target`: a key's name, a "
+            "provider, a domain, an endpoint's URL, an address, a plan or a limit; empty for the signing secret and "
+            "the account itself), the client's address (`ip`, null for an operator's change) and when. An entry "
+            "never holds a key, a secret, a token or a password."
+        ),
+        parameters=[*page_parameters("Entries")],
+        responses={
+            200: AuditPageSerializer,
+            **error_responses(400, 401, 403, 429, descriptions={**SESSION_ERROR_DESCRIPTIONS, 400: QUERY_REFUSED}),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = PageQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        page = Page.asked(query.validated_data)
+        entries, total = audit_list(account=request_account(request), page=page.number, limit=page.limit)
+        return Response(AuditPageSerializer({"data": entries, "pagination": page.pagination(total)}).data)

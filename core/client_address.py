@@ -21,12 +21,12 @@ def client_address(request: HttpRequest) -> str:
         return remote
     forwarded = [entry.strip() for entry in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
     # Fewer entries than proxies: the request did not come through all of them, so only the socket is known.
-    if len(forwarded) < hops or not _is_address(forwarded[-hops]):
+    if len(forwarded) < hops or not is_address(forwarded[-hops]):
         return remote
     return forwarded[-hops]
 
 
-def _is_address(text: str) -> bool:
+def is_address(text: str) -> bool:
     try:
         ipaddress.ip_address(text)
     except ValueError:

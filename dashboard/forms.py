@@ -10,7 +10,7 @@ from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.template.loader import render_to_string
 from rest_framework import serializers
 
-from accounts.models import API_KEY_NAME_MAX_LENGTH, KeyScope
+from accounts.models import API_KEY_NAME_MAX_LENGTH, KeyMode, KeyScope
 from core.api.fields import EMAIL_MAX_LENGTH, DomainNameField, EmailAddressField, HttpsUrlField
 from core.errors import ApiKeyNameInvalid
 from dashboard.mail import send_platform_email
@@ -104,7 +104,7 @@ class ConfirmPasswordForm(forms.Form):
 
 
 class ApiKeyCreateForm(forms.Form):
-    """A new key's name and scope; ``accounts.services.api_key_create`` checks the name again, with the account's
+    """A new key's name, scope and mode; ``accounts.services.api_key_create`` checks the name again, with the account's
     other keys, and the page shows its refusals."""
 
     name = forms.CharField(
@@ -121,6 +121,16 @@ class ApiKeyCreateForm(forms.Form):
         initial=KeyScope.FULL,
         help_text="Full access calls the whole API. Send only sends notifications (one at a time or in batches), "
         "cancels jobs and pings. Read only calls the reading (GET) operations and ping.",
+    )
+    # Live unless asked: a form posted before keys had modes makes the key it always made.
+    mode = forms.TypedChoiceField(
+        label="Mode",
+        choices=KeyMode.choices,
+        initial=KeyMode.LIVE,
+        required=False,
+        empty_value=KeyMode.LIVE,
+        help_text="A test key's sends run every check and complete, but nothing is sent and no quota is spent; only "
+        "test keys see its jobs, and this dashboard shows live ones.",
     )
 
 
@@ -262,6 +272,12 @@ class SuppressionFilterForm(forms.Form):
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}),
     )
     reason = forms.ChoiceField(label="Reason", choices=[("", "All reasons"), *SUPPRESSION_REASONS], required=False)
+    page = forms.IntegerField(min_value=1, max_value=LAST_PAGE_NUMBER, required=False, widget=forms.HiddenInput)
+
+
+class AuditPageForm(forms.Form):
+    """The audit log page's query string: no filters, pages from 1."""
+
     page = forms.IntegerField(min_value=1, max_value=LAST_PAGE_NUMBER, required=False, widget=forms.HiddenInput)
 
 

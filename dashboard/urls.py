@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard.views import auth, domain, endpoints, events, jobs, pages, providers, suppressions, webhooks
+from dashboard.views import audit, auth, domain, endpoints, events, jobs, pages, providers, suppressions, webhooks
 from dashboard.views.auth import PasswordResetView, SignInView, SignUpView
 
 urlpatterns = [
@@ -37,6 +37,7 @@ urlpatterns = [
     path("dashboard/events/test/", events.EventEndpointTestView.as_view(), name="event-endpoint-test"),
     path("dashboard/events/delete/", events.EventEndpointDeleteView.as_view(), name="event-endpoint-delete"),
     path("dashboard/endpoints/", endpoints.EndpointsView.as_view(), name="endpoints"),
+    path("dashboard/audit/", audit.AuditView.as_view(), name="audit"),
     path("dashboard/account/", pages.AccountView.as_view(), name="account"),
     path("dashboard/account/password/", auth.PasswordChangeView.as_view(), name="password_change"),
     path("dashboard/account/delete/", pages.AccountDeleteView.as_view(), name="account-delete"),

@@ -8,9 +8,9 @@ import logging
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.models import Account
+from accounts.models import Account, AuditAction
 from accounts.selectors import provider_credentials
-from accounts.services import confirmed_account_required, provider_key_add
+from accounts.services import audit_record, confirmed_account_required, provider_key_add
 from core.errors import (
     DomainExists,
     DomainNeedsProviderKey,
@@ -93,6 +93,7 @@ def domain_request(*, account: Account, name: str) -> SenderDomain:
             for registration in registrations:
                 registration.domain = domain
             DomainRegistration.objects.bulk_create(registrations)
+            audit_record(account=account, action=AuditAction.DOMAIN_REQUESTED, target=domain.name)
     except IntegrityError:
         # A concurrent request won; it uses the same provider registrations.
         raise DomainExists(name=None) from None
@@ -137,8 +138,22 @@ def domain_verify(*, account: Account) -> SenderDomain:
     for provider, registration in registered.items():
         if provider not in participants:
             registration.delete()  # the key is gone: the provider no longer takes part
-    domain.save(update_fields=["warnings"])
-    return _refresh_status(domain)
+    return _check_save(account, domain)
+
+
+def _check_save(account: Account, domain: SenderDomain) -> SenderDomain:
+    """Saves what a check found; the check that finds the domain verified first records so.
+
+    The domain's row is locked first: of two checks at once that verify it, the second finds it verified already.
+    """
+    with transaction.atomic():
+        locked = SenderDomain.objects.select_for_update().filter(pk=domain.pk)
+        status_before = locked.values_list("status", flat=True).first()
+        domain.save(update_fields=["warnings"])
+        fresh = _refresh_status(domain)
+        if fresh.status == DomainStatus.VERIFIED and status_before != DomainStatus.VERIFIED:
+            audit_record(account=account, action=AuditAction.DOMAIN_VERIFIED, target=domain.name)
+    return fresh
 
 
 def _register_late(domain: SenderDomain, provider: str, credentials: Credentials) -> DomainRegistration | None:
@@ -179,7 +194,9 @@ def domain_delete(*, account: Account) -> list[dict[str, str]]:
     """Removes the domain at every provider, then here; returns warnings for providers that refused."""
     domain = domain_require(account=account)
     warnings = _unregister(list(domain.registrations.all()), provider_credentials(account=account))
-    domain.delete()
+    with transaction.atomic():
+        domain.delete()
+        audit_record(account=account, action=AuditAction.DOMAIN_DELETED, target=domain.name)
     return warnings
 
 

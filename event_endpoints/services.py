@@ -15,7 +15,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from accounts.models import Account
+from accounts.models import Account, AuditAction
+from accounts.services import audit_record
 from core.crypto import encrypt
 from core.errors import EventEndpointLimit
 from core.signals import AccountEvent
@@ -72,6 +73,7 @@ def endpoint_create(*, account: Account, url: str, events: Sequence[str]) -> Eve
             raise EventEndpointLimit()
         endpoint.save(force_insert=True)
         Account.objects.filter(pk=account.pk).update(has_event_endpoints=True)
+        audit_record(account=account, action=AuditAction.EVENT_ENDPOINT_CREATED, target=endpoint.url)
     return endpoint
 
 
@@ -82,6 +84,7 @@ def endpoint_delete(endpoint: EventEndpoint) -> None:
         endpoint.delete()
         remaining = EventEndpoint.objects.filter(account=endpoint.account).exists()
         Account.objects.filter(pk=endpoint.account_id).update(has_event_endpoints=remaining)
+        audit_record(account=endpoint.account, action=AuditAction.EVENT_ENDPOINT_DELETED, target=endpoint.url)
 
 
 def _lock_endpoints_of(account: Account) -> None:

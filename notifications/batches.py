@@ -24,7 +24,7 @@ from notifications.models import Job, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
 from notifications.outcomes import finished_jobs_announce_soon
 from notifications.selectors import idempotency_keys_taken
-from notifications.services import counts_against_quota
+from notifications.services import announces_finish, counts_against_quota
 from suppressions.selectors import normalized_address, suppression_reasons
 from suppressions.services import suppressed_message
 
@@ -36,8 +36,9 @@ KEY_CHECKS = 3
 Slot: TypeAlias = Job | CodedError
 
 
-def batch_store(*, account: Account, slots: Sequence[Slot]) -> list[Slot]:
-    """Stores the jobs among ``slots``, the batch's items in request order, and queues them once committed.
+def batch_store(*, account: Account, slots: Sequence[Slot], test: bool = False) -> list[Slot]:
+    """Stores the jobs among ``slots``, the batch's items in request order, all of mode ``test``, and queues them
+    once committed.
 
     Returns the slots as answered: a job whose idempotency key an earlier job, or an earlier item, holds is
     refused in its slot with DuplicateRequest, as its single send would be. Raises the account's QuotaExceeded,
@@ -45,7 +46,7 @@ def batch_store(*, account: Account, slots: Sequence[Slot]) -> list[Slot]:
     """
     arrivals = _arrival_failures(account, [slot for slot in slots if isinstance(slot, Job)])
     for _ in range(KEY_CHECKS):
-        answered = _duplicates_refused(account, slots)
+        answered = _duplicates_refused(account, slots, test=test)
         jobs = [slot for slot in answered if isinstance(slot, Job)]
         try:
             _store(jobs, arrivals=[arrivals[job.id] for job in jobs if job.id in arrivals])
@@ -57,10 +58,10 @@ def batch_store(*, account: Account, slots: Sequence[Slot]) -> list[Slot]:
     raise DuplicateRequest()
 
 
-def _duplicates_refused(account: Account, slots: Sequence[Slot]) -> list[Slot]:
-    """The slots with each job whose key is taken, by a stored job or an earlier item, refused."""
+def _duplicates_refused(account: Account, slots: Sequence[Slot], *, test: bool) -> list[Slot]:
+    """The slots with each job whose key is taken, by a stored job of the mode or an earlier item, refused."""
     keys = {slot.idempotency_key for slot in slots if isinstance(slot, Job) and slot.idempotency_key}
-    taken = idempotency_keys_taken(account=account, keys=keys)
+    taken = idempotency_keys_taken(account=account, keys=keys, test=test)
     answered: list[Slot] = []
     for slot in slots:
         key = slot.idempotency_key if isinstance(slot, Job) else None
@@ -87,10 +88,10 @@ def _arrival_failures(account: Account, jobs: Sequence[Job]) -> dict[UUID, store
 def _store(jobs: Sequence[Job], *, arrivals: Sequence[store.ArrivalFailure]) -> None:
     if not jobs:
         return
-    account = jobs[0].account
     failed = {arrival.job.id for arrival in arrivals}
     queued = [job for job in jobs if job.id not in failed]
-    announced = bool(arrivals) and account.has_event_endpoints
+    # The batch's jobs share an account and a mode: what one announces, they all do.
+    announced = bool(arrivals) and announces_finish(jobs[0])
     units = sum(1 for job in queued if counts_against_quota(job))
     due_now = [job for job in queued if job.scheduled_for is None]
     now = timezone.now()

@@ -51,6 +51,8 @@ class Job(models.Model):
     # A webhook's secret custom headers, {name: value} as encrypted JSON; the payload keeps their names with ***
     # as values (notifications/secret_headers.py). Empty when it has none.
     secret_headers = models.TextField(null=True, blank=True)
+    # Accepted with a test key (docs/rules.md, "Test mode"): its attempts send nothing, and only test keys see it.
+    test = models.BooleanField(default=False, db_default=False)
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=MAX_ATTEMPTS)
     # Times a worker took the job. More than attempts + 1 at a claim means workers died holding
@@ -76,10 +78,11 @@ class Job(models.Model):
     class Meta:
         constraints = [
             # The database, not a read-then-write, decides which of two concurrent sends wins.
+            # A key is the caller's within its mode: a test key's jobs hold none of a live key's (docs/rules.md).
             models.UniqueConstraint(
-                fields=["account", "idempotency_key"],
+                fields=["account", "test", "idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),
-                name="unique_idempotency_key_per_account",
+                name="unique_idempotency_key_per_mode",
             )
         ]
         indexes = [
@@ -88,6 +91,9 @@ class Job(models.Model):
             models.Index(fields=["account", "type", "-created_at"], name="job_account_type_recent"),
             models.Index(fields=["account", "destination", "-created_at"], name="job_account_destination_recent"),
             models.Index(fields=["requeue_at"], condition=Q(requeue_at__isnull=False), name="job_requeue_due"),
+            # A test key's lists: test jobs are few, and the indexes above would walk every live job to find them.
+            # Live lists read the indexes above and pass over the test jobs among them.
+            models.Index(fields=["account", "-created_at"], condition=Q(test=True), name="job_account_test_recent"),
         ]
 
     def __str__(self) -> str:

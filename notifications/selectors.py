@@ -28,14 +28,17 @@ SLIM_FIELDS = [
     "created_at",
     "completed_at",
     "scheduled_for",
+    "test",
 ]
 
 
-def idempotency_keys_taken(*, account: Account, keys: Collection[str]) -> set[str]:
-    """Which of ``keys`` the account's stored jobs hold."""
+def idempotency_keys_taken(*, account: Account, keys: Collection[str], test: bool = False) -> set[str]:
+    """Which of ``keys`` the account's stored jobs of mode ``test`` hold."""
     if not keys:
         return set()
-    held = Job.objects.filter(account=account, idempotency_key__in=keys).values_list("idempotency_key", flat=True)
+    held = Job.objects.filter(account=account, test=test, idempotency_key__in=keys).values_list(
+        "idempotency_key", flat=True
+    )
     return {key for key in held if key is not None}
 
 
@@ -60,17 +63,17 @@ def parse_job_id(job_id: str) -> uuid.UUID | None:
         return None
 
 
-def job_get(*, account: Account, job_id: str) -> Job:
+def job_get(*, account: Account, job_id: str, test: bool = False) -> Job:
     """The caller's job with its delivery logs in attempt order and its email events.
 
-    Another account's job is not found either.
+    Another account's job is not found either, nor one of the other mode (docs/rules.md, "Test mode").
     """
     parsed_id = parse_job_id(job_id)
     logs = Prefetch("delivery_logs", queryset=DeliveryLog.objects.order_by("created_at", "attempt"))
     # The providers' reports on the job's email, oldest first (webhooks_inbound's EmailEvent ordering);
     # named through the reverse relation: that app builds on this one, not the other way round.
     job = (
-        Job.objects.prefetch_related(logs, "email_events").filter(id=parsed_id, account=account).first()
+        Job.objects.prefetch_related(logs, "email_events").filter(id=parsed_id, account=account, test=test).first()
         if parsed_id
         else None
     )
@@ -98,9 +101,9 @@ def job_payload_for_staff(job: Job) -> dict[str, Any]:
     return {**job.payload, "headers": mask_secret_headers(headers)}
 
 
-def _jobs_of(account: Account, filters: JobFilters) -> QuerySet[Job]:
-    """The account's jobs, filtered, newest first, without payloads: what a list shows."""
-    jobs = Job.objects.filter(account=account)
+def _jobs_of(account: Account, filters: JobFilters, *, test: bool) -> QuerySet[Job]:
+    """The account's jobs of mode ``test``, filtered, newest first, without payloads: what a list shows."""
+    jobs = Job.objects.filter(account=account, test=test)
     if filters.type:
         jobs = jobs.filter(type=filters.type)
     if filters.status:
@@ -112,9 +115,11 @@ def _jobs_of(account: Account, filters: JobFilters) -> QuerySet[Job]:
     return jobs.only(*SLIM_FIELDS).order_by("-created_at", "-id")
 
 
-def job_list(*, account: Account, page: int, limit: int, filters: JobFilters = JobFilters()) -> tuple[list[Job], int]:
-    """One page of the caller's jobs, newest first, and the total: two queries whatever the page size."""
-    return page_rows(_jobs_of(account, filters), page=page, limit=limit)
+def job_list(
+    *, account: Account, page: int, limit: int, filters: JobFilters = JobFilters(), test: bool = False
+) -> tuple[list[Job], int]:
+    """One page of the caller's jobs of its mode, newest first, and the total: two queries whatever the page size."""
+    return page_rows(_jobs_of(account, filters, test=test), page=page, limit=limit)
 
 
 # LIMIT and OFFSET are 64-bit on PostgreSQL and SQLite.
@@ -122,7 +127,7 @@ LARGEST_ROW_NUMBER = 2**63 - 1
 
 
 def job_page(*, account: Account, page: int, limit: int, filters: JobFilters = JobFilters()) -> tuple[list[Job], bool]:
-    """One page of the caller's jobs, newest first, and whether another follows.
+    """One page of the holder's live jobs, newest first, and whether another follows: the dashboard's list.
 
     One query, reading one row past the page instead of counting: a count reads every matching
     index entry, which for an account with a million jobs is most of the page's time. A page
@@ -131,7 +136,7 @@ def job_page(*, account: Account, page: int, limit: int, filters: JobFilters = J
     offset = (page - 1) * limit
     if offset + limit + 1 > LARGEST_ROW_NUMBER:
         return [], False
-    jobs = list(_jobs_of(account, filters)[offset : offset + limit + 1])
+    jobs = list(_jobs_of(account, filters, test=False)[offset : offset + limit + 1])
     return jobs[:limit], len(jobs) > limit
 
 
@@ -158,7 +163,8 @@ def finished_jobs(*, finished_before: datetime) -> QuerySet[Job]:
 
 
 def owns_job(*, account: Account, job_id: uuid.UUID) -> bool:
-    return Job.objects.filter(id=job_id, account=account).exists()
+    """Whether the job is one of the account's live jobs: the holder's, as the dashboard shows them."""
+    return Job.objects.filter(id=job_id, account=account, test=False).exists()
 
 
 @dataclass(frozen=True)

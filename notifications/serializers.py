@@ -22,6 +22,10 @@ JOB_FIELD_CHOICES: dict[str, list[str] | list[int]] = {
 }
 
 
+# A live job's answers are as they always were; a test key's job says it is one.
+TEST_FIELD_TEXT = "Present, and true, only on a job accepted with a test API key: its attempts send nothing."
+
+
 def job_enum_field(name: str) -> OneOfField:
     return OneOfField(choices=JOB_FIELD_CHOICES[name])
 
@@ -33,10 +37,19 @@ class JobAcceptedSerializer(serializers.Serializer):
     status = job_enum_field("status")
     type = job_enum_field("type")
     createdAt = IsoDateTimeField(source="created_at")
+    test = serializers.BooleanField(required=False, help_text=TEST_FIELD_TEXT)
 
 
-def job_accepted(job: Job) -> dict[str, str]:
-    return {"jobId": str(job.id), "status": job.status, "type": job.type, "createdAt": iso_utc(job.created_at)}
+def job_accepted(job: Job) -> dict[str, Any]:
+    accepted: dict[str, Any] = {
+        "jobId": str(job.id),
+        "status": job.status,
+        "type": job.type,
+        "createdAt": iso_utc(job.created_at),
+    }
+    if job.test:
+        accepted["test"] = True
+    return accepted
 
 
 class DeliveryLogSerializer(serializers.Serializer):
@@ -70,6 +83,13 @@ class JobSlimSerializer(serializers.Serializer):
     completedAt = IsoDateTimeField(source="completed_at", allow_null=True)
     # A scheduled send's time (sendAt); null for a job sent at once.
     scheduledFor = IsoDateTimeField(source="scheduled_for", allow_null=True)
+    test = serializers.BooleanField(required=False, help_text=TEST_FIELD_TEXT)
+
+    def to_representation(self, instance: Job) -> dict[str, Any]:
+        shown: dict[str, Any] = super().to_representation(instance)
+        if not shown["test"]:
+            del shown["test"]
+        return shown
 
 
 # The payload as the owner sent it, a webhook's secret header values included; stored, they are masked.

@@ -102,9 +102,10 @@ def email_job_new(
     fallback: str | None = None,
     idempotency_key: str | None = None,
     send_at: datetime | None = None,
+    test: bool = False,
 ) -> Job:
     """An email job that the account's plan and setup allow, not stored yet; raises the DomainError of the rule
-    it breaks (notifications/routing.py)."""
+    it breaks (notifications/routing.py). ``test``: sent with a test key (docs/rules.md, "Test mode")."""
     email_routing_check(account=account, sender=sender, priority=priority, provider=provider, fallback=fallback)
     payload: dict[str, Any] = {"to": to, "subject": subject, "body": body}
     if sender is not None:
@@ -118,6 +119,7 @@ def email_job_new(
         provider=provider,
         fallback=fallback,
         send_at=send_at,
+        test=test,
     )
 
 
@@ -131,6 +133,7 @@ def webhook_job_new(
     priority: int | None = None,
     idempotency_key: str | None = None,
     send_at: datetime | None = None,
+    test: bool = False,
 ) -> Job:
     """A webhook job, its URL's credentials and its secret headers encrypted apart, not stored yet."""
     masked_url, credentials = split_credentials(url)
@@ -144,6 +147,7 @@ def webhook_job_new(
         url_credentials=encrypt(credentials) if credentials else None,
         secret_headers=secret_headers,
         send_at=send_at,
+        test=test,
     )
 
 
@@ -168,7 +172,14 @@ webhook_job_create = _stored(webhook_job_new)
 
 
 def counts_against_quota(job: Job) -> bool:
-    return job.type == JobType.WEBHOOK or job.account.limits.quota_counts_email
+    """Whether the job takes a unit of its account's quota: a test job never does (docs/rules.md, "Limits")."""
+    return not job.test and (job.type == JobType.WEBHOOK or job.account.limits.quota_counts_email)
+
+
+def announces_finish(job: Job) -> bool:
+    """Whether the job's end is announced to its account's event endpoints: a test job's never is
+    (docs/event-endpoints.md)."""
+    return job.account.has_event_endpoints and not job.test
 
 
 def _new_job(
@@ -183,6 +194,7 @@ def _new_job(
     url_credentials: str | None = None,
     secret_headers: str | None = None,
     send_at: datetime | None = None,
+    test: bool = False,
 ) -> Job:
     """The job to store; a ``send_at`` still to come makes it a scheduled send (docs/rules.md, "Scheduled sends"):
     no worker may claim it before then, and the dispatcher sends its task then."""
@@ -201,6 +213,7 @@ def _new_job(
         scheduled_for=scheduled_for,
         locked_until=scheduled_for,
         requeue_at=scheduled_for or _requeue_time(),
+        test=test,
     )
 
 
@@ -216,7 +229,7 @@ def _job_create(job: Job) -> Job:
 
 def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
     """Stores a job that must not go out at all as failed (store.ArrivalFailure)."""
-    announced = job.account.has_event_endpoints
+    announced = announces_finish(job)
     store.insert_failed(store.ArrivalFailure.of(job, error=error), announced=announced)
     if announced:
         transaction.on_commit(finished_jobs_announce_soon)
@@ -224,13 +237,16 @@ def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
     return job
 
 
-def job_retry(*, account: Account, job_id: str) -> Job:
-    """Puts a failed job back in the queue; its attempts start again, its logs stay."""
+def job_retry(*, account: Account, job_id: str, test: bool = False) -> Job:
+    """Puts a failed job of the caller's mode back in the queue; its attempts start again, its logs stay."""
     parsed_id = parse_job_id(job_id)
     if parsed_id is None:
         raise JobNotRetryable()
-    failed = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED).only("type").first()
-    if failed and failed.type == JobType.EMAIL and email_needs_provider_key(account):
+    # A job's mode never changes: one of the other mode is not the caller's, whatever its status becomes.
+    failed = Job.objects.filter(id=parsed_id, account=account, status=JobStatus.FAILED, test=test).only("type").first()
+    if failed is None:
+        raise JobNotRetryable()
+    if failed.type == JobType.EMAIL and email_needs_provider_key(account):
         raise RetryNeedsProviderKey()
     job = store.requeue_failed(account=account, job_id=parsed_id, requeue_at=_requeue_time())
     if job is None:
@@ -239,15 +255,20 @@ def job_retry(*, account: Account, job_id: str) -> Job:
     return job
 
 
-def job_cancel(*, account: Account, job_id: str) -> Job:
-    """Stops a pending job (queued, or waiting for its time) before any worker takes it: it fails with
-    CANCELLED_ERROR, no attempt made, and Retry Job can queue it again (docs/rules.md, "Cancel Job")."""
+def job_cancel(*, account: Account, job_id: str, test: bool = False) -> Job:
+    """Stops a pending job of the caller's mode (queued, or waiting for its time) before any worker takes it: it
+    fails with CANCELLED_ERROR, no attempt made, and Retry Job can queue it again (docs/rules.md, "Cancel Job")."""
     parsed_id = parse_job_id(job_id)
     cancelled = NextState.failed(attempts=0, at=timezone.now(), error=CANCELLED_ERROR)
-    job = store.cancel_pending(account=account, job_id=parsed_id, cancelled=cancelled) if parsed_id else None
+    announced = account.has_event_endpoints and not test
+    job = (
+        store.cancel_pending(account=account, job_id=parsed_id, test=test, cancelled=cancelled, announced=announced)
+        if parsed_id
+        else None
+    )
     if job is None:
         raise JobNotCancellable()
-    if account.has_event_endpoints:
+    if announced:
         transaction.on_commit(finished_jobs_announce_soon)
     return job
 

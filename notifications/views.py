@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.access import CHANGES, READS, SENDS, AccountHolderView, ApiKeyView
-from accounts.authentication import request_account
+from accounts.authentication import request_account, request_in_test_mode
 from accounts.models import Account
 from core.api.exceptions import ApiKeyInBothHeaders, ValidationFailed, error_status, first_message
 from core.api.fields import (
@@ -221,14 +221,16 @@ class SendView(ApiKeyView):
     InputSerializer: type[serializers.Serializer]
 
     @staticmethod
-    def new_job(account: Account, data: dict[str, Any]) -> Job:
-        """The job of a valid body, checked against the account's rules and not stored yet."""
+    def new_job(account: Account, data: dict[str, Any], *, test: bool) -> Job:
+        """The job of a valid body, checked against the account's rules and not stored yet; ``test``: the caller's
+        mode."""
         raise NotImplementedError
 
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        job = job_store(self.new_job(request_account(request), serializer.validated_data))
+        new_job = self.new_job(request_account(request), serializer.validated_data, test=request_in_test_mode(request))
+        job = job_store(new_job)
         return Response(job_accepted(job), status=202)
 
 
@@ -300,7 +302,7 @@ class SendEmailView(SendView):
         return super().post(request)
 
     @staticmethod
-    def new_job(account: Account, data: dict[str, Any]) -> Job:
+    def new_job(account: Account, data: dict[str, Any], *, test: bool) -> Job:
         return email_job_new(
             account=account,
             to=data["to"],
@@ -312,6 +314,7 @@ class SendEmailView(SendView):
             fallback=data.get("fallback"),
             idempotency_key=data.get("idempotencyKey"),
             send_at=data.get("sendAt"),
+            test=test,
         )
 
 
@@ -350,7 +353,7 @@ class SendWebhookView(SendView):
         return super().post(request)
 
     @staticmethod
-    def new_job(account: Account, data: dict[str, Any]) -> Job:
+    def new_job(account: Account, data: dict[str, Any], *, test: bool) -> Job:
         return webhook_job_new(
             account=account,
             url=data["url"],
@@ -360,6 +363,7 @@ class SendWebhookView(SendView):
             priority=data.get("priority"),
             idempotency_key=data.get("idempotencyKey"),
             send_at=data.get("sendAt"),
+            test=test,
         )
 
 
@@ -435,18 +439,18 @@ class SendBatchView(ApiKeyView):
         items = request.data.get("items")
         if not isinstance(items, list) or not 1 <= len(items) <= BATCH_MAX_ITEMS:
             raise ValidationFailed(reason=BATCH_SIZE_MESSAGE)
-        account = request_account(request)
+        account, test = request_account(request), request_in_test_mode(request)
         # One serializer checks every item: its fields are bound once.
         checker = self.send.InputSerializer()
-        slots = [self._slot(account, checker, item) for item in items]
-        answered = batch_store(account=account, slots=slots)
+        slots = [self._slot(account, checker, item, test=test) for item in items]
+        answered = batch_store(account=account, slots=slots, test=test)
         return Response({"items": [_slot_answer(slot) for slot in answered]}, status=202)
 
-    def _slot(self, account: Account, checker: serializers.Serializer, item: Any) -> Slot:
+    def _slot(self, account: Account, checker: serializers.Serializer, item: Any, *, test: bool) -> Slot:
         if not isinstance(item, dict):
             return ValidationFailed(reason=ITEM_NOT_OBJECT_MESSAGE)
         try:
-            return self.send.new_job(account, checker.run_validation(item))
+            return self.send.new_job(account, checker.run_validation(item), test=test)
         except serializers.ValidationError as refusal:
             return ValidationFailed(reason=first_message(refusal.detail))
         except CodedError as refusal:
@@ -504,7 +508,7 @@ class JobDetailView(MountedView):
     )
 
     def get(self, request: Request, job_id: str) -> Response:
-        job = job_get(account=request_account(request), job_id=job_id)
+        job = job_get(account=request_account(request), job_id=job_id, test=request_in_test_mode(request))
         return Response(JobDetailSerializer(job).data)
 
 
@@ -561,7 +565,11 @@ class JobListView(MountedView):
         query.is_valid(raise_exception=True)
         page = Page.asked(query.validated_data)
         jobs, total = job_list(
-            account=request_account(request), page=page.number, limit=page.limit, filters=query.filters()
+            account=request_account(request),
+            page=page.number,
+            limit=page.limit,
+            filters=query.filters(),
+            test=request_in_test_mode(request),
         )
         return Response(JobPageSerializer({"data": jobs, "pagination": page.pagination(total)}).data)
 
@@ -607,7 +615,8 @@ class JobRetryView(MountedView):
     )
 
     def post(self, request: Request, job_id: str) -> Response:
-        return _job_moved_answer(job_retry(account=request_account(request), job_id=job_id), REQUEUED_MESSAGE)
+        job = job_retry(account=request_account(request), job_id=job_id, test=request_in_test_mode(request))
+        return _job_moved_answer(job, REQUEUED_MESSAGE)
 
 
 class JobCancelView(MountedView):
@@ -634,7 +643,8 @@ class JobCancelView(MountedView):
     )
 
     def post(self, request: Request, job_id: str) -> Response:
-        return _job_moved_answer(job_cancel(account=request_account(request), job_id=job_id), CANCELLED_MESSAGE)
+        job = job_cancel(account=request_account(request), job_id=job_id, test=request_in_test_mode(request))
+        return _job_moved_answer(job, CANCELLED_MESSAGE)
 
 
 DASHBOARD_PERIODS = [7, 30, 90]

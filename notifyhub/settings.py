@@ -84,15 +84,18 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Who makes the request's changes, for the audit log (core/actor.py).
+    "core.actor.ActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 # Requests to /api/v1/ that carry an API key need none of the browser's middleware: they run
-# with this list instead (core/handlers.py). Security headers and the Host check stay.
+# with this list instead (core/handlers.py). Security headers, the Host check and the audit log's actor stay.
 API_KEY_MIDDLEWARE = [
     "core.logs.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "core.actor.ActorMiddleware",
 ]
 
 ROOT_URLCONF = "notifyhub.urls"

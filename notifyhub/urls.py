@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
 
-from accounts.views import PingView, UsageView
+from accounts.views import AuditView, PingView, UsageView
 from core.api.status import HealthView, InfoView
 from core.api.views import SchemaView, api_not_found
 from core.metrics import MetricsView
@@ -27,6 +27,7 @@ urlpatterns = [
     path("api/v1/user/domain/", include("domains.urls")),
     path("api/v1/user/domain", DomainView.as_view()),
     path("api/v1/user/usage", UsageView.as_view(), name="user-usage"),
+    path("api/v1/user/audit", AuditView.as_view(), name="user-audit"),
     path("api/v1/user/dashboard", DashboardStatsView.as_view(), name="user-dashboard"),
     # The job views that notifications/urls.py mounts for API clients, mounted again for the account holder.
     path("api/v1/user/jobs", JobListView.as_view(mount=ACCOUNT_HOLDER), name="user-job-list"),

@@ -7,6 +7,7 @@ tracking credential or webhook URL credentials.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Callable
@@ -17,12 +18,13 @@ from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected as stock_delete_selected
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from accounts.models import Account, ApiKey, ProviderKey, UsagePeriod
+from accounts.models import Account, ApiKey, AuditEntry, ProviderKey, UsagePeriod
 from accounts.plans import Plan
 from accounts.selectors import current_period
 from accounts.services import (
@@ -32,7 +34,7 @@ from accounts.services import (
     account_set_plan,
     usage_reset,
 )
-from core.errors import DomainError
+from core.errors import DomainError, SuppressionNotFound
 from domains.models import DomainRegistration, SenderDomain
 from event_endpoints.models import EventEndpoint
 from event_endpoints.services import endpoint_delete
@@ -42,6 +44,7 @@ from notifications.services import job_retry
 from staff.selectors import account_contents
 from staff.services import account_erase
 from suppressions.models import Suppression
+from suppressions.services import suppression_remove
 from webhooks_inbound.models import EmailEvent
 
 ACTION_TEMPLATE = "admin/staff/account_action.html"
@@ -52,6 +55,8 @@ ACTION_TEMPLATE = "admin/staff/account_action.html"
 ROWS_PER_ACTION = 100
 ACCOUNTS_PER_ERASE = 20
 JOBS_PER_RETRY = 500
+# The audit entries an account's page shows, newest first: an account's log only grows.
+AUDIT_ENTRIES_SHOWN = 50
 NARROW_THE_LIST = "Narrow the list with its filters or search, and act on one part at a time."
 TOO_MANY = "{selected} {rows} selected, more than the {limit} this action takes at a time: nothing was changed. {hint}"
 
@@ -112,6 +117,25 @@ class UsagePeriodInline(ReadOnlyInline):
     ordering = ("-period_start",)
 
 
+class NewestAuditEntries(BaseInlineFormSet):
+    """The account's newest AUDIT_ENTRIES_SHOWN entries: the inline's query is cut once it is the account's."""
+
+    def get_queryset(self) -> QuerySet[AuditEntry]:
+        if not hasattr(self, "_newest"):
+            self._newest = super().get_queryset()[:AUDIT_ENTRIES_SHOWN]
+        return self._newest
+
+
+class AuditEntryInline(ReadOnlyInline):
+    """The account's audit log (docs/rules.md, "Audit log"), read-only: entries are written by the services alone."""
+
+    model = AuditEntry
+    formset = NewestAuditEntries
+    fields = readonly_fields = ("created_at", "action", "actor", "target", "ip")
+    ordering = ("-created_at", "-id")
+    verbose_name_plural = f"audit log (the newest {AUDIT_ENTRIES_SHOWN})"
+
+
 def account_rows_link(account: Account, changelist: str, label: str) -> str:
     """A link to ``changelist`` filtered to the account's rows: too many to show on the account's page."""
     url = reverse(changelist) + f"?account__id__exact={account.pk}"
@@ -164,7 +188,7 @@ class AccountAdmin(admin.ModelAdmin):
         "deleted_at",
         "created_at",
     )
-    inlines = [ApiKeyInline, ProviderKeyInline, UsagePeriodInline]
+    inlines = [ApiKeyInline, ProviderKeyInline, UsagePeriodInline, AuditEntryInline]
     actions = ["soft_delete", "restore", "erase", "change_plan", "set_monthly_limit", "reset_usage"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Account]:
@@ -322,9 +346,9 @@ class EmailEventInline(ReadOnlyInline):
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
-    list_display = ["id", "account", "type", "status", "priority", "attempts", "created_at", "finished_at"]
+    list_display = ["id", "account", "type", "status", "priority", "attempts", "test", "created_at", "finished_at"]
     # By account: the account list's "jobs" link, or ?account__id__exact=<id>; by date: the hierarchy above.
-    list_filter = ["type", "status", "priority", ("created_at", admin.DateFieldListFilter)]
+    list_filter = ["type", "status", "priority", "test", ("created_at", admin.DateFieldListFilter)]
     search_fields = ["id", "account__user__email", "idempotency_key"]
     list_select_related = ["account__user"]
     date_hierarchy = "created_at"
@@ -355,7 +379,7 @@ class JobAdmin(admin.ModelAdmin):
         skipped = queryset.exclude(status=JobStatus.FAILED).count()
         for job in queryset.filter(status=JobStatus.FAILED).select_related("account"):
             try:
-                job_retry(account=job.account, job_id=str(job.id))
+                job_retry(account=job.account, job_id=str(job.id), test=job.test)
             except DomainError as error:
                 refused.append(f"{job.id}: {error.message}")
                 continue
@@ -417,8 +441,9 @@ class EmailEventAdmin(admin.ModelAdmin):
 
 @admin.register(Suppression)
 class SuppressionAdmin(admin.ModelAdmin):
-    """Read-only: addresses come on the list through the API, the commands and providers' events. Taking one off is
-    Django's delete, which is what removing it does (suppressions.services.suppression_remove)."""
+    """Read-only: addresses come on the list through the API, the commands and providers' events. Taking one off
+    goes through suppressions.services.suppression_remove, as the API's removal does, so the account's audit log
+    records it."""
 
     list_display = ["email", "account", "reason", "provider", "job_id", "created_at"]
     # By account: the account list's "suppressions" link, or ?account__id__exact=<id>.
@@ -433,6 +458,14 @@ class SuppressionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def delete_model(self, request: HttpRequest, obj: Suppression) -> None:
+        with contextlib.suppress(SuppressionNotFound):  # taken off meanwhile: nothing is left to remove
+            suppression_remove(account=obj.account, email=obj.email)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Suppression]) -> None:
+        for suppression in queryset.select_related("account"):
+            self.delete_model(request, suppression)
 
 
 @admin.register(EventEndpoint)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from accounts.models import Account
+from accounts.models import Account, AuditAction
+from accounts.services import audit_record
 from core.errors import AddressSuppressed, SuppressionNotFound
 from core.signals import AccountEvent, announce
 from suppressions.models import Suppression, SuppressionReason
@@ -28,16 +29,20 @@ def suppression_add(*, account: Account, email: str) -> Suppression:
         with transaction.atomic():
             suppression.save(force_insert=True)
             _created_announce(account, [suppression])
+            audit_record(account=account, action=AuditAction.SUPPRESSION_ADDED, target=suppression.email)
     except IntegrityError:
         raise AddressSuppressed() from None
     return suppression
 
 
+@transaction.atomic
 def suppression_remove(*, account: Account, email: str) -> None:
     """Takes ``email`` off the list, whatever put it there: the account may email it again."""
-    deleted, _ = Suppression.objects.filter(account=account, email=normalized_address(email)).delete()
+    address = normalized_address(email)
+    deleted, _ = Suppression.objects.filter(account=account, email=address).delete()
     if not deleted:
         raise SuppressionNotFound()
+    audit_record(account=account, action=AuditAction.SUPPRESSION_REMOVED, target=address)
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,15 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils.crypto import salted_hmac
 
-from accounts.models import Account
-from accounts.services import confirmed_account_required
+from accounts.models import Account, AuditAction
+from accounts.services import audit_record, confirmed_account_required
 from core import sql
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import ResendSecretInvalid, SendGridKeyInvalid, TrackingCredentialNotSettable
 from core.signals import AccountEvent, announce
 from notifications.models import DeliveryLog, Job
+from providers.names import ProviderName
 from suppressions.services import Reported, suppressions_record
 from webhooks_inbound.events import ReportedEvent
 from webhooks_inbound.models import EmailEvent, TrackingCredentials
@@ -42,12 +43,19 @@ def _credentials(account: Account) -> TrackingCredentials:
     return credentials
 
 
+def _credential_save(account: Account, credentials: TrackingCredentials, field: str, *, provider: str) -> None:
+    """Saves one provider's credential, recording which provider's it is: the credential itself never."""
+    with transaction.atomic():
+        credentials.save(update_fields=[field, "updated_at"])
+        audit_record(account=account, action=AuditAction.TRACKING_CREDENTIAL_SET, target=provider)
+
+
 def postmark_password_generate(*, account: Account) -> str:
     """A new Basic Auth password for the account's Postmark webhook, replacing any other; shown once."""
     password = secrets.token_urlsafe(32)
     credentials = _credentials(account)
     credentials.postmark_password_digest = postmark_password_digest(password)
-    credentials.save(update_fields=["postmark_password_digest", "updated_at"])
+    _credential_save(account, credentials, "postmark_password_digest", provider=ProviderName.POSTMARK)
     return password
 
 
@@ -58,7 +66,7 @@ def sendgrid_key_set(*, account: Account, verification_key: str) -> None:
         raise SendGridKeyInvalid()
     credentials = _credentials(account)
     credentials.sendgrid_verification_key = key
-    credentials.save(update_fields=["sendgrid_verification_key", "updated_at"])
+    _credential_save(account, credentials, "sendgrid_verification_key", provider=ProviderName.SENDGRID)
 
 
 def resend_secret_set(*, account: Account, signing_secret: str) -> None:
@@ -68,7 +76,7 @@ def resend_secret_set(*, account: Account, signing_secret: str) -> None:
         raise ResendSecretInvalid()
     credentials = _credentials(account)
     credentials.encrypted_resend_secret = encrypt(secret)
-    credentials.save(update_fields=["encrypted_resend_secret", "updated_at"])
+    _credential_save(account, credentials, "encrypted_resend_secret", provider=ProviderName.RESEND)
 
 
 # The providers whose credential the holder copies from the provider (Postmark's is generated).

@@ -69,8 +69,10 @@ class StrictField(serializers.Field):
         template = self.required_message if key in ("required", "null") else self.invalid_message
         self.reject(template)
 
-    def reject(self, template: str) -> NoReturn:
-        raise serializers.ValidationError(template.format(name=self.field_name), code="invalid")
+    def reject(self, template: str, **details: object) -> NoReturn:
+        """Refuses the value with ``template`` naming the field as ``{name}``; what the client sent goes in
+        ``details``, never into the template, whose braces would otherwise be the client's to write."""
+        raise serializers.ValidationError(template.format(name=self.field_name, **details), code="invalid")
 
     def to_representation(self, value: Any) -> Any:
         return value
@@ -232,11 +234,13 @@ class HeadersField(StrictField):
             self.reject(f"{{name}} must have at most {MAX_HEADERS} entries")
         for name, value in data.items():
             if not HEADER_NAME.fullmatch(name):
-                self.reject(f"{{name}} has an invalid header name: {name!r}")
+                self.reject("{name} has an invalid header name: {header!r}", header=name)
             if name.lower() in RESERVED_HEADERS:
-                self.reject(f"{{name}} must not set {name}: it describes the connection, which NotifyHub manages")
+                self.reject(
+                    "{name} must not set {header}: it describes the connection, which NotifyHub manages", header=name
+                )
             if not HEADER_VALUE.fullmatch(value):
-                self.reject(f"{{name}} has an invalid value for {name}")
+                self.reject("{name} has an invalid value for {header}", header=name)
         return data
 
 

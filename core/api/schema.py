@@ -140,7 +140,10 @@ def error_responses(
     return {status: OpenApiResponse(description=answers[status].described()) for status in sorted(statuses)}
 
 
-_API_KEY_DESCRIPTION = "An API key: `nh_` and 64 lowercase hexadecimal characters. Send it in one header only."
+_API_KEY_DESCRIPTION = (
+    "An API key: `nh_` and 64 lowercase hexadecimal characters. Send it in one header only. A test key's sends run "
+    "every check and complete without sending anything or spending quota; only test keys see their jobs."
+)
 API_KEY_SCHEMES: dict[str, dict[str, Any]] = {
     "ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": _API_KEY_DESCRIPTION},
     "BearerAuth": {"type": "http", "scheme": "bearer", "description": _API_KEY_DESCRIPTION},

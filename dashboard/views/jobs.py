@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views import View
 from django.views.generic import TemplateView
@@ -15,6 +15,7 @@ from django.views.generic import TemplateView
 from core.errors import DomainError, NotFound
 from dashboard.forms import JobFilterForm
 from dashboard.views.base import HolderView
+from dashboard.views.paging import page_query
 from notifications.models import JobStatus
 from notifications.selectors import job_get, job_page, owns_job
 from notifications.services import CANCELLED_MESSAGE, REQUEUED_MESSAGE, job_cancel, job_retry
@@ -42,13 +43,6 @@ class JobsView(HolderView, View):
             "next_query": page_query(request.GET, page + 1) if has_next else None,
         }
         return render(request, self.template_name, context)
-
-
-def page_query(query: QueryDict, page: int) -> str:
-    """The same filters on another page."""
-    other = query.copy()
-    other["page"] = str(page)
-    return other.urlencode()
 
 
 class JobView(HolderView, TemplateView):

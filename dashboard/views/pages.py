@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views import View
 from django.views.generic import TemplateView
 
-from accounts.models import DEFAULT_KEY_NAME, MAX_ACTIVE_API_KEYS, KeyScope
+from accounts.models import DEFAULT_KEY_NAME, MAX_ACTIVE_API_KEYS, KeyMode, KeyScope
 from accounts.selectors import active_api_key, active_api_keys, configured_providers, usage_get
 from accounts.services import account_delete, api_key_create, api_key_revoke
 from core.errors import DomainError, NotPermitted
@@ -98,14 +98,14 @@ class ApiKeyView(HolderView, View):
         form = ApiKeyCreateForm(request.POST)
         if not form.is_valid():
             return self._page(request, form=form, status=400)
-        name, scope = form.cleaned_data["name"], form.cleaned_data["scope"]
+        name, scope, mode = (form.cleaned_data[field] for field in ("name", "scope", "mode"))
         try:
-            raw_key = api_key_create(account=self.account, name=name, scope=scope)
+            raw_key = api_key_create(account=self.account, name=name, scope=scope, mode=mode)
         except DomainError as error:  # unconfirmed, the name taken or refused, MAX_ACTIVE_API_KEYS already
             status = 403 if isinstance(error, NotPermitted) else 400
             return self._page(request, form=form, error=error.message, status=status)
         # The POST's own answer: the key exists nowhere to show it from after this.
-        new_key = {"key": raw_key, "name": name, "scope": KeyScope(scope).label}
+        new_key = {"key": raw_key, "name": name, "scope": KeyScope(scope).label, "mode": KeyMode(mode).label}
         return no_store(self._page(request, new_key=new_key))
 
     def _revoke(self, request: HttpRequest, name: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 from django.contrib import messages
@@ -13,7 +12,7 @@ from django.views import View
 from core.errors import DomainError, SuppressionNotFound
 from dashboard.forms import SUPPRESSION_REASONS, SuppressionAddForm, SuppressionFilterForm
 from dashboard.views.base import HolderView
-from dashboard.views.jobs import page_query
+from dashboard.views.paging import numbered_pages
 from suppressions.models import Suppression
 from suppressions.selectors import normalized_address, suppression_list
 from suppressions.services import suppression_add, suppression_remove
@@ -76,11 +75,8 @@ class SuppressionsView(HolderView, View):
         return {
             "rows": [_row(suppression) for suppression in suppressions],
             "total": total,
-            "page": page,
-            "pages": max(1, math.ceil(total / SUPPRESSIONS_PER_PAGE)),
             "filtered": bool(cleaned["q"] or cleaned["reason"]),
-            "previous_query": page_query(query, page - 1) if page > 1 else None,
-            "next_query": page_query(query, page + 1) if page * SUPPRESSIONS_PER_PAGE < total else None,
+            **numbered_pages(query, page=page, per_page=SUPPRESSIONS_PER_PAGE, total=total),
         }
 
 

@@ -18,6 +18,10 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
     except DomainError as error:
         # The job cannot go out as the account stands (no key, no verified domain): no retry helps.
         return AttemptOutcome.failure(error.message, retryable=False)
+    if job.test:
+        # Every check an attempt makes is made; the provider first in line is shown as it would be, and not called.
+        first = route.routes[0].provider.name if route.names_provider and route.routes else None
+        return AttemptOutcome.test_delivery(used_provider=first)
     email = OutgoingEmail(
         job_id=str(job.id),
         sender=route.sender,

@@ -69,7 +69,10 @@ def build_headers(
 
 
 def deliver_webhook(job: Job, *, attempt: int, signing_secrets: Sequence[str]) -> AttemptOutcome:
-    """One attempt; signed when the account has a signing secret (the claim read them with the job)."""
+    """One attempt; signed when the account has a signing secret (the claim read them with the job). A test job's
+    makes no request, nor the address lookup before it (docs/rules.md, "Test mode")."""
+    if job.test:
+        return AttemptOutcome.test_delivery()
     body = json_bytes(job.payload["payload"])
     headers = build_headers(
         webhook_id=str(job.id),

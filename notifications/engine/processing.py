@@ -94,7 +94,8 @@ def job_process(*, job_id: UUID) -> None:
     if job_status is None:
         return
     attempt_recorded(job, attempt=attempt, outcome=outcome, job_status=job_status, seconds=seconds)
-    if job.type == JobType.WEBHOOK and stopped is None:
+    # A test job's attempt reached no destination: its health is not the job's to tell.
+    if job.type == JobType.WEBHOOK and stopped is None and not job.test:
         _health_record(job, outcome, failure_streak=claim.failure_streak)
 
 

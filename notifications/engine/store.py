@@ -61,7 +61,8 @@ class Claim:
     account_usable: bool
     # Why an email's recipient is on the account's suppression list, or None (docs/suppressions.md).
     suppressed_for: str | None
-    # Whether the account has event endpoints (Account.has_event_endpoints): a job it finishes then announces it.
+    # Whether the job's end is announced: its account has event endpoints (Account.has_event_endpoints), and the
+    # job is live (a test job announces nothing, docs/rules.md, "Test mode").
     emits_events: bool
     # A webhook's failed attempts in a row at its destination before this one (DestinationHealth); 0 for an email.
     failure_streak: int
@@ -200,12 +201,13 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
     if row is None:
         return None
     *job_columns, encrypted_signing_secrets, account_usable, suppressed_for, emits_events, failure_streak = row
+    job = sql.from_row(Job, job_columns)
     return Claim(
-        job=sql.from_row(Job, job_columns),
+        job=job,
         encrypted_signing_secrets=tuple((encrypted_signing_secrets or "").split()),
         account_usable=bool(account_usable),
         suppressed_for=suppressed_for,
-        emits_events=bool(emits_events),
+        emits_events=bool(emits_events) and not job.test,
         failure_streak=failure_streak or 0,
     )
 
@@ -289,7 +291,10 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announc
 
 def _count_finished(job: Job, finished: NextState, *, announced: bool) -> None:
     """In the caller's transaction: ``job``, which ``finished`` finishes, counted in its day's DailyTally and, when
-    ``announced``, given its JobAnnouncement (what `_record_attempt_sql` does in its statement)."""
+    ``announced``, given its JobAnnouncement (what `_record_attempt_sql` does in its statement). A test job is in no
+    day's figures and announced to no endpoint (docs/rules.md, "Test mode")."""
+    if job.test:
+        return
     with connection.cursor() as cursor:
         cursor.execute(_tally_sql("WHERE true"), _tally_values(job, finished))
     if announced:
@@ -297,8 +302,8 @@ def _count_finished(job: Job, finished: NextState, *, announced: bool) -> None:
 
 
 def _tally_values(job: Job, next_state: NextState) -> list[Any]:
-    """The parameters of `_tally_sql` when ``next_state`` finishes the job, else none."""
-    if next_state.finished_at is None:
+    """The parameters of `_tally_sql` when ``next_state`` finishes a live job, else none."""
+    if next_state.finished_at is None or job.test:
         return []
     completed = next_state.status == JobStatus.COMPLETED
     day = sql.db_value(DailyTally, "day", utc_day(next_state.finished_at))
@@ -411,18 +416,19 @@ def bring_forward_unqueued(*, queued: int, published_before: datetime, now: date
     return Job.objects.filter(id__in=beyond_the_queue, requeue_at__lt=requeue_before).update(requeue_at=now)
 
 
-def cancel_pending(*, account: Account, job_id: UUID, cancelled: NextState) -> Job | None:
-    """Moves the account's job to ``cancelled`` (failed, no attempt made) if it is still pending, counted in its
-    day's DailyTally and, when the account has event endpoints, announced; None, with nothing written, if it is not.
+def cancel_pending(*, account: Account, job_id: UUID, test: bool, cancelled: NextState, announced: bool) -> Job | None:
+    """Moves the account's job of mode ``test`` to ``cancelled`` (failed, no attempt made) if it is still pending,
+    counted in its day's DailyTally and, when ``announced``, announced; None, with nothing written, if it is not.
 
     A worker's claim takes only pending jobs too, by one conditional statement as this one: whichever commits first
     wins, and the other finds the job no longer pending.
     """
     with transaction.atomic():
-        if not Job.objects.filter(id=job_id, account=account, status=JobStatus.PENDING).update(**cancelled.columns()):
+        pending = Job.objects.filter(id=job_id, account=account, test=test, status=JobStatus.PENDING)
+        if not pending.update(**cancelled.columns()):
             return None
         job = Job.objects.get(id=job_id)
-        _count_finished(job, cancelled, announced=account.has_event_endpoints)
+        _count_finished(job, cancelled, announced=announced)
     return job
 
 
@@ -437,21 +443,21 @@ def requeue_failed_jobs(*, account: Account, job_ids: Sequence[UUID], requeue_at
     """Puts the account's failed jobs among ``job_ids`` back to pending, as `requeue_failed` does each one;
     returns (id, priority) of those it moved. The others (not failed, not the account's) are left alone.
 
-    Each job leaves its day's failed count: it finishes again, and is counted then.
+    Each live job leaves its day's failed count: it finishes again, and is counted then.
     """
     failed = Job.objects.filter(id__in=job_ids, account=account, status=JobStatus.FAILED)
     with transaction.atomic():
         # Locked in one order, so two runs over the same jobs wait for each other instead of deadlocking.
-        rows = list(failed.select_for_update().order_by("id").values_list("id", "priority", "finished_at"))
+        rows = list(failed.select_for_update().order_by("id").values_list("id", "priority", "finished_at", "test"))
         if not rows:
             return []
         # The claims count within an attempt (docs/job-states.md, "Columns"): they start again with the attempts.
         requeued = NextState.requeued(requeue_at=requeue_at)
-        Job.objects.filter(id__in=[job_id for job_id, _, _ in rows]).update(claims=0, **requeued.columns())
-        failed_on = Counter(utc_day(finished_at) for _, _, finished_at in rows if finished_at is not None)
+        Job.objects.filter(id__in=[job_id for job_id, *_ in rows]).update(claims=0, **requeued.columns())
+        failed_on = Counter(utc_day(finished_at) for _, _, finished_at, test in rows if finished_at and not test)
         for day, count in failed_on.items():
             DailyTally.objects.filter(account=account, day=day).update(failed=F("failed") - count)
-    return [(job_id, priority) for job_id, priority, _ in rows]
+    return [(job_id, priority) for job_id, priority, *_ in rows]
 
 
 # Where a walk through jobs in creation order has got to: the last (created_at, id) it handled.

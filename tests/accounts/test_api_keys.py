@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.keys import API_KEY_PATTERN
-from accounts.models import ApiKey
+from accounts.models import ApiKey, KeyMode
 from accounts.plans import Plan
 from accounts.selectors import active_api_keys
 from accounts.services import api_key_create, api_key_issue, api_key_revoke
@@ -193,9 +193,20 @@ def test_the_apikey_command_creates_lists_and_revokes(make_client: Callable[...,
     assert [line.split("\t")[:2] for line in listed] == [["Default", "full"], ["CI", "send"]]
     assert all(api_key not in line and api_key[10:] not in line for line in listed)  # never a key
     assert listed[1].split("\t")[2] == f"{api_key[:10]}…"
-    assert listed[0].endswith("last used never")
+    assert listed[0].endswith("last used never\tlive")
     assert revoked == [f"Revoked the API key CI of {email}."]
     assert ping(api_key) == 401
+
+
+def test_the_apikey_command_makes_a_test_key_and_lists_its_mode(startup: Client) -> None:
+    email = startup.account.user.email
+
+    created = run("apikey", email, "create", "--name", "Laptop", "--test")
+
+    assert created[0] == "Created the full test API key Laptop. The key (shown once, store it now):"
+    assert ApiKey.objects.get(name="Laptop", account=startup.account).mode == KeyMode.TEST
+    assert [line.split("\t")[-1] for line in run("apikey", email, "list")] == ["live", "test"]
+    assert ping(created[-1]) == 200
 
 
 def test_the_apikey_command_says_what_it_refuses(startup: Client) -> None:

@@ -59,6 +59,7 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/event-endpoints/{endpoint_id}", "delete"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/event-endpoints/{endpoint_id}/deliveries", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/user/usage", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
+    ("/api/v1/user/audit", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/dashboard", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/jobs", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/jobs/{job_id}", "get"): (ACCOUNT_HOLDER, EVERY_CALLER | {404}),

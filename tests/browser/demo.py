@@ -1,5 +1,5 @@
 """A paid holder whose pages all have something to show: API keys, provider keys, a verified domain, secrets, jobs,
-usage, an event endpoint and a failing webhook destination."""
+usage, an event endpoint, a failing webhook destination, and the audit log of the changes the holder made."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from accounts.models import Account, ApiKey, KeyScope, UsagePeriod
 from accounts.plans import Plan
 from accounts.selectors import current_period
 from accounts.services import account_create, api_key_create, provider_key_set, signing_secret_generate
+from core.actor import HOLDER, acting_as
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
 from event_endpoints.models import Event, EventDelivery, EventDeliveryStatus
 from event_endpoints.services import endpoint_create
@@ -25,6 +26,8 @@ from webhooks_inbound.services import postmark_password_generate
 DEMO_EMAIL = "ada@example.com"
 DEMO_PASSWORD = "correct-horse-battery-staple"
 DEMO_DOMAIN = "example.com"
+# Where the holder's changes came from, as the audit log shows them.
+DEMO_IP = "203.0.113.7"
 WEBHOOKS_USED = 3_214
 # The host whose webhooks keep failing, for the endpoint health page.
 FAILING_URL = "https://crm.example.net/hooks/notifyhub"
@@ -87,14 +90,15 @@ class DemoHolder:
 
 def demo_holder_create(*, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD) -> DemoHolder:
     account, _api_key = account_create(email=email, plan=Plan.STARTUP, password=password)
-    _api_keys(account)
-    for provider in DEMO_RECORDS:
-        provider_key_set(account=account, provider=provider, api_key=f"{provider.lower()}-demo-key")
-    _verified_domain(account)
-    signing_secret_generate(account=account)
-    postmark_password_generate(account=account)
-    _jobs(account)
-    _event_endpoint(account)
+    with acting_as(HOLDER, DEMO_IP):
+        _api_keys(account)
+        for provider in DEMO_RECORDS:
+            provider_key_set(account=account, provider=provider, api_key=f"{provider.lower()}-demo-key")
+        _verified_domain(account)
+        signing_secret_generate(account=account)
+        postmark_password_generate(account=account)
+        _jobs(account)
+        _event_endpoint(account)
     _daily_tallies(account)
     UsagePeriod.objects.update_or_create(
         account=account, period_start=current_period(account)[0], defaults={"used": WEBHOOKS_USED}

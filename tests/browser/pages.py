@@ -49,6 +49,7 @@ PAGES = [
     PageSpec("events", "/dashboard/events/", signed_in=True),
     PageSpec("endpoints", "/dashboard/endpoints/", signed_in=True),
     PageSpec("account", "/dashboard/account/", signed_in=True),
+    PageSpec("audit", "/dashboard/audit/", signed_in=True),
     PageSpec("password-change", "/dashboard/account/password/", signed_in=True),
     PageSpec("account-delete", "/dashboard/account/delete/", signed_in=True),
 ]

@@ -1,5 +1,5 @@
 """The API keys page in a real browser, at a desktop's and a phone's width: create a send-only key, see it once and
-in the list, call the API with it, then revoke it."""
+in the list, call the API with it, then revoke it. The key is a test key: its scope's cell says so."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def holder(sign_in_as: Callable[[Any], None]) -> Account:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_a_holder_creates_a_send_key_sees_it_once_and_revokes_it(
+def test_a_holder_creates_a_send_test_key_sees_it_once_and_revokes_it(
     page: Page, live_server: Any, holder: Account, width: int
 ) -> None:
     page.set_viewport_size({"width": width, "height": 844})
@@ -46,16 +46,17 @@ def test_a_holder_creates_a_send_key_sees_it_once_and_revokes_it(
 
     page.get_by_label("Name", exact=True).fill("Deploy bot")
     page.get_by_label("Scope", exact=True).select_option(label="Send only")
+    page.get_by_label("Mode", exact=True).select_option(label="Test")
     page.get_by_role("button", name="Create API key").click()
 
     shown = page.locator("code#new-api-key")
     expect(shown).to_have_text(re.compile(r"^nh_[0-9a-f]{64}$"))
     key = shown.inner_text()
     expect(page.get_by_role("heading", name="Your new API key")).to_be_visible()
-    expect(page.locator("#new-key")).to_contain_text("Deploy bot · Send only")
+    expect(page.locator("#new-key")).to_contain_text("Deploy bot · Send only · Test")
     expect(page.get_by_role("button", name="Copy")).to_be_visible()  # the script ran, on localhost
     row = page.get_by_role("row").filter(has_text="Deploy bot")
-    expect(row.get_by_role("cell").nth(1)).to_have_text("Send only")
+    expect(row.get_by_role("cell").nth(1)).to_have_text("Send only Test")
     expect_no_sideways_scrolling(page, width)
     assert ping(live_server.url, key).status_code == 200
 
@@ -66,10 +67,10 @@ def test_a_holder_creates_a_send_key_sees_it_once_and_revokes_it(
     row = page.get_by_role("row").filter(has_text="Deploy bot")
     name_cell = re.compile(rf"^Deploy bot\s*{re.escape(key[:10])}…")
     if width > PHONE_WIDTH:  # the dates have columns of their own
-        cells = [name_cell, "Send only", re.compile(DATE), re.compile(DATE), "Revoke"]
+        cells = [name_cell, "Send only Test", re.compile(DATE), re.compile(DATE), "Revoke"]
     else:  # a phone shows them under the name
         name_cell = re.compile(rf"{name_cell.pattern}\s*Created \w{{3}} \d{{1,2}}, \d{{4}} · last used {DATE} UTC$")
-        cells = [name_cell, "Send only", "Revoke"]
+        cells = [name_cell, "Send only Test", "Revoke"]
     expect(row.get_by_role("cell")).to_have_text(cells)
     expect(page.get_by_role("row").filter(has_text=LONG_NAME)).to_contain_text("never")
     expect_no_sideways_scrolling(page, width)

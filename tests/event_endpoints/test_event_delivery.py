@@ -37,10 +37,12 @@ def arrivals_at(receiver: Receiver, path: str, count: int, timeout: float = 15.0
     return [arrival for arrival in receiver.arrivals if arrival.path == path]
 
 
-def wait_for_deliveries(endpoint_id: str, *statuses: str, count: int, timeout: float = 15.0) -> list[EventDelivery]:
+def wait_for_deliveries(
+    endpoint_id: str, *statuses: str, count: int, timeout: float = 15.0, **filters: Any
+) -> list[EventDelivery]:
     deadline = time.monotonic() + timeout
     while True:
-        deliveries = list(EventDelivery.objects.filter(endpoint_id=endpoint_id, status__in=statuses))
+        deliveries = list(EventDelivery.objects.filter(endpoint_id=endpoint_id, status__in=statuses, **filters))
         if len(deliveries) >= count or time.monotonic() > deadline:
             return deliveries
         time.sleep(0.05)
@@ -133,7 +135,8 @@ def test_an_endpoint_answering_500_is_retried_and_its_deliveries_page_says_so(fr
     wait_for_job(send(free, receiver, "/hook"))
 
     first = arrivals_at(receiver, "/events", 1)[0]
-    retrying = wait_for_deliveries(endpoint_id, EventDeliveryStatus.PROCESSING, count=1)
+    # Processing with an attempt recorded: waiting for its retry, not still in the first attempt.
+    retrying = wait_for_deliveries(endpoint_id, EventDeliveryStatus.PROCESSING, count=1, attempts__gte=1)
     page = free.get(f"/api/v1/event-endpoints/{endpoint_id}/deliveries").json()["data"]
     (shown,) = page["data"]
     assert retrying[0].attempts >= 1

@@ -344,6 +344,18 @@ def test_the_retry_action_requeues_failed_jobs_only(
     assert Job.objects.get(id=completed.id).status == JobStatus.COMPLETED
 
 
+def test_the_retry_action_requeues_a_test_keys_failed_job_too(
+    staff: DjangoClient, free: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    failed = FailedJobFactory(account=free.account, test=True)
+
+    with django_capture_on_commit_callbacks(execute=False):
+        done = staff.post(JOBS, {"action": "retry", "_selected_action": [failed.id]}, follow=True)
+
+    assert "1 job(s) re-queued" in page_text(done)
+    assert Job.objects.get(id=failed.id).status == JobStatus.PENDING
+
+
 def test_a_view_only_staff_user_cannot_retry_jobs(
     make_staff: Callable[..., Any], free: Client, django_capture_on_commit_callbacks: Any
 ) -> None:

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.management.commands._account_args import account_or_error
-from accounts.models import Account, KeyScope
+from accounts.models import Account, KeyMode, KeyScope
 from accounts.selectors import active_api_keys
 from accounts.services import api_key_create, api_key_revoke
 from core.errors import DomainError
@@ -27,7 +27,8 @@ class Command(BaseCommand):
         create = actions.add_parser("create", help="issue a key and print it once")
         create.add_argument("--name", required=True)
         create.add_argument("--scope", choices=KeyScope.values, default=KeyScope.FULL)
-        actions.add_parser("list", help="the active keys: name, scope, first characters, created, last used")
+        create.add_argument("--test", action="store_true", help="a test key: its sends go nowhere and spend nothing")
+        actions.add_parser("list", help="the active keys: name, scope, first characters, created, last used, mode")
         revoke = actions.add_parser("revoke", help="stop a key at once")
         revoke.add_argument("name")
 
@@ -35,7 +36,8 @@ class Command(BaseCommand):
         account = account_or_error(email)
         try:
             if action == "create":
-                self._create(account, name=options["name"], scope=options["scope"])
+                mode = KeyMode.TEST if options["test"] else KeyMode.LIVE
+                self._create(account, name=options["name"], scope=options["scope"], mode=mode)
             elif action == "list":
                 self._list(account)
             else:
@@ -44,9 +46,10 @@ class Command(BaseCommand):
         except DomainError as error:
             raise CommandError(error.message) from None
 
-    def _create(self, account: Account, *, name: str, scope: str) -> None:
-        raw_key = api_key_create(account=account, name=name, scope=scope)
-        self.stdout.write(f"Created the {scope} API key {name.strip()}. The key (shown once, store it now):")
+    def _create(self, account: Account, *, name: str, scope: str, mode: str) -> None:
+        raw_key = api_key_create(account=account, name=name, scope=scope, mode=mode)
+        kind = f"{scope} test" if mode == KeyMode.TEST else scope
+        self.stdout.write(f"Created the {kind} API key {name.strip()}. The key (shown once, store it now):")
         self.stdout.write(raw_key)
 
     def _list(self, account: Account) -> None:
@@ -56,5 +59,5 @@ class Command(BaseCommand):
         for key in keys:
             self.stdout.write(
                 f"{key.name}\t{key.scope}\t{key.hint}…\tcreated {_when(key.created_at)}\t"
-                f"last used {_when(key.last_used_at)}"
+                f"last used {_when(key.last_used_at)}\t{key.mode}"
             )
