@@ -25,6 +25,9 @@ $(VENV)/.installed: requirements.lock | $(BIN)/python
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	touch $@
 
+# The Python client (clients/python/) is not installed here: its package is named notifyhub too, and installed it
+# would shadow the project's for every tool that puts site-packages before the clone (mypy's Django plugin, for one).
+# Its tests import it from its folder (tests/client/sdk.py); its dependencies are in the lock.
 $(VENV)/.installed-dev: requirements.lock requirements-dev.lock | $(BIN)/python
 	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
 	touch $(VENV)/.installed $@
@@ -88,10 +91,12 @@ screenshots: install-dev browser
 	@echo "Screenshots are in var/screenshots/"
 
 # mypy's django-stubs loads the settings: as an embedded run (no REDIS_URL) they need no secrets, and type the same.
+# The Python client is checked apart, strictly, from its own folder: there `notifyhub` is the client, not the shell.
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	env -u REDIS_URL $(BIN)/mypy .
+	cd clients/python && $(CURDIR)/$(BIN)/mypy
 
 # Every bench in turn (bench/README.md); the scale bench puts PgBouncer in front of the bench's database.
 bench: install-dev pgbouncer

@@ -28,7 +28,9 @@ LOCK_OF = {RUNTIME: "requirements.lock", DEV: "requirements-dev.lock"}
 # Only the tests and the benchmarks import these folders' code: what they import may come from requirements-dev.txt.
 DEV_ONLY = {"tests", "bench"}
 # Folders of the clone that hold no code of the project's.
-NOT_CODE = {"var", "node_modules", "static", "templates", "docs"}
+# Not the service's code: clients/ holds packages of their own, each declaring its imports in its own pyproject.toml
+# (tests/client/test_package.py checks the Python client's).
+NOT_CODE = {"var", "node_modules", "static", "templates", "docs", "clients"}
 RELOCK = "edit the list if need be, then run `make lock` and commit the lists and the lock files together"
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+?)(?: \\)?$")
 HASH = re.compile(r"^ +--hash=sha256:[0-9a-f]{64}(?: \\)?$")

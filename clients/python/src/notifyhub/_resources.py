@@ -1,0 +1,289 @@
+"""Every operation of the API that takes an API key, grouped as the client offers them (``nh.jobs.get``), each
+defined once for both clients (``_surface.py``): its route, its arguments, its request and its result.
+
+The rules behind the arguments are NotifyHub's docs/rules.md ("Order of checks on a send", "Batches",
+"Idempotency", "Scheduled sends") and docs/event-endpoints.md.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal, NotRequired, TypedDict
+
+from ._calls import Call, Paging, Route, reading
+from ._decode import api_name, decode
+from ._flows import Flow, poll_until_final
+from ._models import (
+    AcceptedJob,
+    AuditEntry,
+    BatchResult,
+    DashboardStats,
+    Domain,
+    DomainDeleted,
+    EventDelivery,
+    EventEndpoint,
+    EventEndpointDeleted,
+    EventType,
+    Job,
+    JobChange,
+    JobStatus,
+    JobSummary,
+    JobType,
+    Priority,
+    Provider,
+    RefusedItem,
+    Suppression,
+    SuppressionReason,
+    SuppressionRemoved,
+    Usage,
+    WebhookMethod,
+)
+from ._retry import RetryPolicy
+from ._surface import Resource, TransportT, listing, operation, procedure
+
+
+class WebhookMessage(TypedDict):
+    """One webhook of ``webhooks.send_batch``: the arguments of ``webhooks.send``."""
+
+    url: str
+    payload: Mapping[str, Any]
+    method: NotRequired[WebhookMethod | None]
+    headers: NotRequired[Mapping[str, str] | None]
+    priority: NotRequired[Priority | None]
+    idempotency_key: NotRequired[str | None]
+    send_at: NotRequired[datetime | str | None]
+
+
+class EmailMessage(TypedDict):
+    """One email of ``emails.send_batch``: the arguments of ``emails.send``."""
+
+    to: str
+    subject: str
+    body: str
+    from_: NotRequired[str | None]
+    priority: NotRequired[Priority | None]
+    idempotency_key: NotRequired[str | None]
+    provider: NotRequired[Provider | None]
+    fallback: NotRequired[Provider | None]
+    send_at: NotRequired[datetime | str | None]
+
+
+def send_body(message: WebhookMessage | EmailMessage) -> dict[str, Any]:
+    """A send's body in the API's names, its idempotency key the caller's or a new one: with it, sending the body
+    again after a lost answer is refused (409) rather than stored twice (``_retry.py``)."""
+    fields: Mapping[str, Any] = message
+    body = {_body_name(name): _body_value(value) for name, value in fields.items() if value is not None}
+    body.setdefault("idempotencyKey", str(uuid.uuid4()))
+    return body
+
+
+def _body_name(name: str) -> str:
+    return "from" if name == "from_" else api_name(name)
+
+
+def _body_value(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _read_batch(data: Any) -> BatchResult:
+    return BatchResult(
+        items=tuple(
+            decode(AcceptedJob, item) if "jobId" in item else decode(RefusedItem, item) for item in data["items"]
+        )
+    )
+
+
+class Webhooks(Resource[TransportT]):
+    @operation("POST", "/api/v1/notifications/webhook")
+    def send(
+        route: Route,
+        *,
+        url: str,
+        payload: Mapping[str, Any],
+        method: WebhookMethod | None = None,
+        headers: Mapping[str, str] | None = None,
+        priority: Priority | None = None,
+        idempotency_key: str | None = None,
+        send_at: datetime | str | None = None,
+    ) -> Call[AcceptedJob]:
+        """Queues ``payload`` (a JSON object, at most 10 KB) for ``url`` (HTTPS), sent with ``method`` (POST) and
+        ``headers``; ``send_at`` (with its time zone) delays it up to 30 days. Returns the accepted job."""
+        message: WebhookMessage = {
+            "url": url,
+            "payload": payload,
+            "method": method,
+            "headers": headers,
+            "priority": priority,
+            "idempotency_key": idempotency_key,
+            "send_at": send_at,
+        }
+        return route.call(reading(AcceptedJob), body=send_body(message))
+
+    @operation("POST", "/api/v1/notifications/webhook/batch")
+    def send_batch(route: Route, messages: Sequence[WebhookMessage]) -> Call[BatchResult]:
+        """Queues 1 to 100 webhooks in one request; each item is accepted or refused in its own slot."""
+        return route.call(_read_batch, body={"items": [send_body(message) for message in messages]})
+
+
+class Emails(Resource[TransportT]):
+    @operation("POST", "/api/v1/notifications/email")
+    def send(
+        route: Route,
+        *,
+        to: str,
+        subject: str,
+        body: str,
+        from_: str | None = None,
+        priority: Priority | None = None,
+        idempotency_key: str | None = None,
+        provider: Provider | None = None,
+        fallback: Provider | None = None,
+        send_at: datetime | str | None = None,
+    ) -> Call[AcceptedJob]:
+        """Queues an email; ``body`` is HTML. ``provider`` and ``fallback`` force its route (paid plans).
+        Returns the accepted job."""
+        message: EmailMessage = {
+            "to": to,
+            "subject": subject,
+            "body": body,
+            "from_": from_,
+            "priority": priority,
+            "idempotency_key": idempotency_key,
+            "provider": provider,
+            "fallback": fallback,
+            "send_at": send_at,
+        }
+        return route.call(reading(AcceptedJob), body=send_body(message))
+
+    @operation("POST", "/api/v1/notifications/email/batch")
+    def send_batch(route: Route, messages: Sequence[EmailMessage]) -> Call[BatchResult]:
+        """Queues 1 to 100 emails in one request; each item is accepted or refused in its own slot."""
+        return route.call(_read_batch, body={"items": [send_body(message) for message in messages]})
+
+
+class Jobs(Resource[TransportT]):
+    @operation("GET", "/api/v1/notifications/jobs/{job_id}")
+    def get(route: Route, job_id: str) -> Call[Job]:
+        """The job, with its delivery logs and the providers' events."""
+        return route.call(reading(Job), path={"job_id": job_id})
+
+    @listing("GET", "/api/v1/notifications/jobs")
+    def list(
+        route: Route,
+        *,
+        type: JobType | None = None,
+        status: JobStatus | None = None,
+        to: str | None = None,
+        host: str | None = None,
+        page_size: int | None = None,
+    ) -> Paging[JobSummary]:
+        """Every job of the key's mode, newest first, fetched ``page_size`` (at most 100) a page: ``to`` the emails
+        to an address, ``host`` the webhooks to a host."""
+        query = {"type": type, "status": status, "to": to, "host": host, "limit": page_size}
+        return route.paging(JobSummary, query=query)
+
+    @operation("POST", "/api/v1/notifications/jobs/{job_id}/retry")
+    def retry(route: Route, job_id: str) -> Call[JobChange]:
+        """Queues a failed job again."""
+        return route.call(reading(JobChange), path={"job_id": job_id})
+
+    @operation("POST", "/api/v1/notifications/jobs/{job_id}/cancel")
+    def cancel(route: Route, job_id: str) -> Call[JobChange]:
+        """Stops a pending job: it fails with ``Cancelled``."""
+        return route.call(reading(JobChange), path={"job_id": job_id})
+
+    @procedure
+    def wait(policy: RetryPolicy, job_id: str, *, timeout: float = 60.0) -> Flow[Job]:
+        """The job once it is completed or failed, read again and again meanwhile; ``WaitTimeoutError`` after
+        ``timeout`` seconds."""
+        return poll_until_final(Jobs.get.call(job_id), policy, timeout)
+
+
+class Suppressions(Resource[TransportT]):
+    @listing("GET", "/api/v1/suppressions")
+    def list(
+        route: Route,
+        *,
+        email: str | None = None,
+        reason: SuppressionReason | None = None,
+        page_size: int | None = None,
+    ) -> Paging[Suppression]:
+        """The addresses the account's email never goes to, newest first."""
+        return route.paging(Suppression, query={"email": email, "reason": reason, "limit": page_size})
+
+    @operation("POST", "/api/v1/suppressions")
+    def add(route: Route, email: str) -> Call[Suppression]:
+        """Suppresses an address by hand."""
+        return route.call(reading(Suppression), body={"email": email})
+
+    @operation("DELETE", "/api/v1/suppressions/{email}")
+    def remove(route: Route, email: str) -> Call[SuppressionRemoved]:
+        """Lets the address receive email again."""
+        return route.call(reading(SuppressionRemoved), path={"email": email})
+
+
+def _read_endpoints(data: Any) -> tuple[EventEndpoint, ...]:
+    return tuple(decode(EventEndpoint, endpoint) for endpoint in data["data"])
+
+
+class EventEndpoints(Resource[TransportT]):
+    @operation("GET", "/api/v1/event-endpoints")
+    def list(route: Route) -> Call[tuple[EventEndpoint, ...]]:
+        """The account's event endpoints (at most 5), oldest first."""
+        return route.call(_read_endpoints)
+
+    @operation("POST", "/api/v1/event-endpoints")
+    def create(route: Route, *, url: str, events: Sequence[EventType]) -> Call[EventEndpoint]:
+        """Adds an HTTPS URL that the ``events`` are pushed to, signed as webhooks are."""
+        return route.call(reading(EventEndpoint), body={"url": url, "events": [*events]})
+
+    @operation("DELETE", "/api/v1/event-endpoints/{endpoint_id}")
+    def delete(route: Route, endpoint_id: str) -> Call[EventEndpointDeleted]:
+        """Deletes the endpoint and its deliveries."""
+        return route.call(reading(EventEndpointDeleted), path={"endpoint_id": endpoint_id})
+
+    @listing("GET", "/api/v1/event-endpoints/{endpoint_id}/deliveries")
+    def deliveries(route: Route, endpoint_id: str, *, page_size: int | None = None) -> Paging[EventDelivery]:
+        """The events sent to the endpoint, newest first, with their status and last error."""
+        return route.paging(EventDelivery, path={"endpoint_id": endpoint_id}, query={"limit": page_size})
+
+
+class SenderDomain(Resource[TransportT]):
+    @operation("GET", "/api/v1/user/domain")
+    def get(route: Route) -> Call[Domain]:
+        """The account's sender domain, with the DNS records each provider needs."""
+        return route.call(reading(Domain))
+
+    @operation("POST", "/api/v1/user/domain/request")
+    def request(route: Route, domain: str) -> Call[Domain]:
+        """Registers ``em.<domain>`` with every provider of the account's (paid plans)."""
+        return route.call(reading(Domain), body={"domain": domain})
+
+    @operation("POST", "/api/v1/user/domain/verify")
+    def verify(route: Route) -> Call[Domain]:
+        """Asks every provider; the domain is verified once all of them confirm."""
+        return route.call(reading(Domain))
+
+    @operation("DELETE", "/api/v1/user/domain")
+    def delete(route: Route) -> Call[DomainDeleted]:
+        """Removes the domain at every provider, then at NotifyHub."""
+        return route.call(reading(DomainDeleted))
+
+
+class Account(Resource[TransportT]):
+    @operation("GET", "/api/v1/user/usage")
+    def usage(route: Route) -> Call[Usage]:
+        """This billing cycle's quota and what is used of it."""
+        return route.call(reading(Usage))
+
+    @operation("GET", "/api/v1/user/dashboard")
+    def stats(route: Route, *, days: Literal[7, 30, 90] | None = None) -> Call[DashboardStats]:
+        """The live jobs completed and failed on each of the last ``days`` days (30 by default)."""
+        return route.call(reading(DashboardStats), query={"days": days})
+
+    @listing("GET", "/api/v1/user/audit")
+    def audit_log(route: Route, *, page_size: int | None = None) -> Paging[AuditEntry]:
+        """Every change to the account's settings, newest first: who made it, from where, when."""
+        return route.paging(AuditEntry, query={"limit": page_size})

@@ -1,0 +1,263 @@
+"""Every operation of the client against the live service, each with the sync and the async client (conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from accounts.services import api_key_create, provider_key_set
+from notifications.models import Job
+from suppressions.models import Suppression
+from tests.client.conftest import Connect
+from tests.client.hubs import Hub
+from tests.client.proxy import Proxy
+from tests.client.sdk import notifyhub
+from tests.conftest import Client, ready_to_send
+from tests.fakes.providers import FakeSendGrid
+from tests.providers_fixtures import SENDGRID_KEY
+
+URL = "https://hooks.example.com/in"
+
+
+def send_webhook(hub: Hub, **options: object) -> notifyhub.AcceptedJob:
+    return hub.run(lambda nh: nh.webhooks.send(url=URL, payload={"event": "signup"}, **options))
+
+
+def test_ping_checks_the_key(hub: Hub) -> None:
+    pong = hub.run(lambda nh: nh.ping())
+
+    assert pong.message == "pong"
+    assert abs(pong.timestamp - datetime.now(UTC)) < timedelta(minutes=1)
+
+
+def test_a_webhook_send_returns_the_accepted_job_stored_with_everything_given(hub: Hub, holder: Client) -> None:
+    accepted = send_webhook(hub, method="PUT", headers={"X-Tenant": "7"}, priority=10, idempotency_key="order-7")
+
+    assert isinstance(accepted, notifyhub.AcceptedJob)
+    assert (accepted.status, accepted.type, accepted.test) == ("pending", "webhook", False)
+    job = Job.objects.get(id=accepted.job_id, account=holder.account)
+    assert (job.idempotency_key, job.priority) == ("order-7", 10)
+    assert job.payload["method"] == "PUT"
+
+
+def test_a_send_without_an_idempotency_key_is_stored_with_one_the_client_made(hub: Hub, holder: Client) -> None:
+    accepted = send_webhook(hub)
+
+    assert Job.objects.get(id=accepted.job_id).idempotency_key
+
+
+def test_a_scheduled_send_waits_for_its_time(hub: Hub) -> None:
+    at = datetime.now(UTC) + timedelta(hours=1)
+
+    accepted = send_webhook(hub, send_at=at)
+
+    job = hub.run(lambda nh: nh.jobs.get(accepted.job_id))
+    assert job.status == "pending"
+    assert job.scheduled_for == at.replace(microsecond=at.microsecond // 1000 * 1000)
+
+
+def test_an_email_send_returns_the_accepted_job(hub: Hub, holder: Client) -> None:
+    ready_to_send(holder)
+
+    accepted = hub.run(
+        lambda nh: nh.emails.send(
+            to="ada@example.com", subject="Hello", body="<p>Hi</p>", from_="news@example.com", provider="SENDGRID"
+        )
+    )
+
+    assert (accepted.status, accepted.type) == ("pending", "email")
+    job = hub.run(lambda nh: nh.jobs.get(accepted.job_id))
+    assert (job.destination, job.payload["from"]) == ("ada@example.com", "news@example.com")
+    assert Job.objects.get(id=accepted.job_id).provider == "SENDGRID"
+
+
+def test_a_webhook_batch_answers_each_item_in_its_slot(hub: Hub) -> None:
+    result = hub.run(
+        lambda nh: nh.webhooks.send_batch(
+            [
+                {"url": URL, "payload": {"n": 1}},
+                {"url": "http://not-https.example.com/", "payload": {"n": 2}},
+                {"url": URL, "payload": {"n": 3}, "idempotency_key": "same"},
+                {"url": URL, "payload": {"n": 4}, "idempotency_key": "same"},
+            ]
+        )
+    )
+
+    accepted, refused, keyed, repeated = result.items
+    assert isinstance(accepted, notifyhub.AcceptedJob)
+    assert isinstance(keyed, notifyhub.AcceptedJob)
+    assert refused == notifyhub.RefusedItem(status=400, error="url must be a valid HTTPS URL", code="validation_failed")
+    assert repeated == notifyhub.RefusedItem(status=409, error="Duplicate request detected", code="duplicate_request")
+
+
+def test_an_email_batch_sends_every_item(hub: Hub, holder: Client) -> None:
+    ready_to_send(holder)
+
+    result = hub.run(
+        lambda nh: nh.emails.send_batch(
+            [{"to": f"user{n}@example.com", "subject": "Hi", "body": "<p>Hi</p>"} for n in range(3)]
+        )
+    )
+
+    assert [item.status for item in result.items] == ["pending"] * 3
+    assert Job.objects.filter(account=holder.account).exclude(idempotency_key=None).count() == 3
+
+
+def test_get_shows_the_job_with_its_payload_and_logs(hub: Hub) -> None:
+    accepted = send_webhook(hub, headers={"Authorization": "Bearer s3cret"})
+
+    job = hub.run(lambda nh: nh.jobs.get(accepted.job_id))
+
+    assert isinstance(job, notifyhub.Job)
+    assert (job.id, job.type, job.destination, job.attempts, job.max_attempts) == (
+        accepted.job_id,
+        "webhook",
+        "hooks.example.com",
+        0,
+        3,
+    )
+    assert job.payload["headers"] == {"Authorization": "Bearer s3cret"}
+    assert (job.delivery_logs, job.events) == ((), ())
+    assert job.created_at == accepted.created_at
+
+
+def test_the_jobs_list_iterates_every_page_fetching_each_when_reached(
+    connect: Connect, holder: Client, proxy: Proxy
+) -> None:
+    hub = connect(holder.api_key, base_url=proxy.url)
+    sent = [send_webhook(hub).job_id for _ in range(5)]
+    proxy.seen.clear()
+
+    listed = hub.collect(lambda nh: nh.jobs.list(type="webhook", status="pending", page_size=2))
+
+    assert [job.id for job in listed] == sent[::-1]  # newest first
+    assert all(isinstance(job, notifyhub.JobSummary) for job in listed)
+    assert [seen.path for seen in proxy.seen] == [
+        f"/api/v1/notifications/jobs?type=webhook&status=pending&limit=2&page={page}" for page in (1, 2, 3)
+    ]
+
+
+def test_the_jobs_list_filters_by_host(hub: Hub) -> None:
+    wanted = send_webhook(hub).job_id
+    hub.run(lambda nh: nh.webhooks.send(url="https://elsewhere.example.org/", payload={}))
+
+    listed = hub.collect(lambda nh: nh.jobs.list(host="hooks.example.com"))
+
+    assert [job.id for job in listed] == [wanted]
+
+
+def test_cancel_then_retry_a_pending_job(hub: Hub) -> None:
+    job_id = send_webhook(hub).job_id
+
+    cancelled = hub.run(lambda nh: nh.jobs.cancel(job_id))
+    retried = hub.run(lambda nh: nh.jobs.retry(job_id))
+
+    assert cancelled == notifyhub.JobChange(job_id=job_id, status="failed", message="Job has been cancelled")
+    assert (retried.job_id, retried.status) == (job_id, "pending")
+    assert hub.run(lambda nh: nh.jobs.get(job_id)).status == "pending"
+
+
+def test_suppressions_are_added_listed_and_removed(hub: Hub, holder: Client) -> None:
+    added = hub.run(lambda nh: nh.suppressions.add("Bounce@Example.com"))
+    hub.run(lambda nh: nh.suppressions.add("other@example.com"))
+
+    listed = hub.collect(lambda nh: nh.suppressions.list(reason="MANUAL", page_size=1))
+    found = hub.collect(lambda nh: nh.suppressions.list(email="bounce@example.com"))
+    removed = hub.run(lambda nh: nh.suppressions.remove("bounce@example.com"))
+
+    assert (added.email, added.reason, added.provider, added.job_id) == ("bounce@example.com", "MANUAL", None, None)
+    assert [entry.email for entry in listed] == ["other@example.com", "bounce@example.com"]
+    assert found == [added]
+    assert removed.email == "bounce@example.com"
+    assert list(Suppression.objects.filter(account=holder.account).values_list("email", flat=True)) == [
+        "other@example.com"
+    ]
+
+
+def test_event_endpoints_are_created_listed_and_deleted(hub: Hub) -> None:
+    created = hub.run(
+        lambda nh: nh.event_endpoints.create(url="https://events.example.com/in", events=["job.failed", "job.failed"])
+    )
+
+    listed = hub.run(lambda nh: nh.event_endpoints.list())
+    deliveries = hub.collect(lambda nh: nh.event_endpoints.deliveries(created.id, page_size=5))
+    deleted = hub.run(lambda nh: nh.event_endpoints.delete(created.id))
+
+    assert (created.url, created.events) == ("https://events.example.com/in", ("job.failed",))
+    assert listed == (created,)
+    assert deliveries == []
+    assert deleted == notifyhub.EventEndpointDeleted(id=created.id, message="Event endpoint deleted")
+    assert hub.run(lambda nh: nh.event_endpoints.list()) == ()
+
+
+def test_the_sender_domain_is_requested_verified_read_and_deleted(
+    hub: Hub, holder: Client, sendgrid: FakeSendGrid
+) -> None:
+    provider_key_set(account=holder.account, provider="SENDGRID", api_key=SENDGRID_KEY)
+
+    requested = hub.run(lambda nh: nh.domain.request("example.com"))
+    sendgrid.mark_verified("em.example.com")
+    verified = hub.run(lambda nh: nh.domain.verify())
+    read = hub.run(lambda nh: nh.domain.get())
+    deleted = hub.run(lambda nh: nh.domain.delete())
+
+    assert (requested.domain, requested.sending_domain, requested.status) == (
+        "example.com",
+        "em.example.com",
+        "pending_verification",
+    )
+    assert {record["type"] for record in requested.records} == {"CNAME"}
+    assert verified.providers == (notifyhub.ProviderStatus(provider="SENDGRID", verified=True, error=None),)
+    assert (read.status, read.verified_at) == ("verified", verified.verified_at)
+    assert deleted == notifyhub.DomainDeleted(deleted=True, warnings=())
+
+
+def test_the_account_shows_its_usage_stats_and_audit_log(hub: Hub, holder: Client) -> None:
+    send_webhook(hub)
+    api_key_create(account=holder.account, name="reporting", scope="read")
+
+    usage = hub.run(lambda nh: nh.account.usage())
+    stats = hub.run(lambda nh: nh.account.stats(days=7))
+    audit = hub.collect(lambda nh: nh.account.audit_log(page_size=1))
+
+    assert (usage.plan, usage.used, usage.limit, usage.period_start) == ("startup", 1, 15000, datetime.now(UTC).date())
+    assert len(stats.days) == 7
+    assert stats.totals == notifyhub.OutcomeTotals(completed=0, failed=0)
+    assert [(entry.action, entry.target, entry.actor) for entry in audit] == [
+        ("api_key.created", "reporting", "operator"),
+        ("api_key.created", "Default", "operator"),
+    ]
+
+
+def test_the_key_and_base_url_come_from_the_environment(
+    holder: Client, live_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NOTIFYHUB_API_KEY", holder.api_key)
+    monkeypatch.setenv("NOTIFYHUB_BASE_URL", live_server.url)
+
+    with notifyhub.NotifyHub() as nh:
+        assert nh.ping().message == "pong"
+
+
+def test_a_client_without_a_key_or_base_url_says_which_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NOTIFYHUB_API_KEY", raising=False)
+    monkeypatch.delenv("NOTIFYHUB_BASE_URL", raising=False)
+
+    with pytest.raises(ValueError, match="NOTIFYHUB_API_KEY"):
+        notifyhub.NotifyHub(base_url="http://127.0.0.1:8000")
+    with pytest.raises(ValueError, match="NOTIFYHUB_BASE_URL"):
+        notifyhub.AsyncNotifyHub("nh_" + "0" * 64)
+
+
+@pytest.mark.anyio
+async def test_the_async_client_sends_concurrently_and_iterates_with_async_for(
+    holder: Client, live_server: Any
+) -> None:
+    async with notifyhub.AsyncNotifyHub(holder.api_key, base_url=live_server.url) as nh:
+        accepted = await asyncio.gather(*(nh.webhooks.send(url=URL, payload={"n": n}) for n in range(5)))
+        listed = [job.id async for job in nh.jobs.list(page_size=2)]
+
+    assert sorted(listed) == sorted(job.job_id for job in accepted)
