@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -73,7 +74,7 @@ def endpoint_create(*, account: Account, url: str, events: Sequence[str]) -> Eve
             raise EventEndpointLimit()
         endpoint.save(force_insert=True)
         Account.objects.filter(pk=account.pk).update(has_event_endpoints=True)
-        audit_record(account=account, action=AuditAction.EVENT_ENDPOINT_CREATED, target=endpoint.url)
+        audit_record(account=account, action=AuditAction.EVENT_ENDPOINT_CREATED, target=_audit_target(endpoint))
     return endpoint
 
 
@@ -84,7 +85,15 @@ def endpoint_delete(endpoint: EventEndpoint) -> None:
         endpoint.delete()
         remaining = EventEndpoint.objects.filter(account=endpoint.account).exists()
         Account.objects.filter(pk=endpoint.account_id).update(has_event_endpoints=remaining)
-        audit_record(account=endpoint.account, action=AuditAction.EVENT_ENDPOINT_DELETED, target=endpoint.url)
+        audit_record(
+            account=endpoint.account, action=AuditAction.EVENT_ENDPOINT_DELETED, target=_audit_target(endpoint)
+        )
+
+
+def _audit_target(endpoint: EventEndpoint) -> str:
+    """The endpoint's URL as the audit log names it: its stored form (credentials masked) without the query or the
+    fragment, where a receiver's token often rides (docs/rules.md, "Audit log": never a secret)."""
+    return urlunsplit(urlsplit(endpoint.url)._replace(query="", fragment=""))
 
 
 def _lock_endpoints_of(account: Account) -> None:

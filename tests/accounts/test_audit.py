@@ -187,10 +187,9 @@ def test_the_signing_secret_and_event_credentials_set_on_the_webhooks_page_never
     ]
 
 
-def test_an_event_endpoint_is_named_by_its_url_with_its_credentials_masked(holder: Client) -> None:
-    created = holder.post(
-        "/api/v1/event-endpoints", {"url": "https://ci:hunter2@hooks.example.com/events", "events": ["job.failed"]}
-    )
+def test_an_event_endpoint_is_named_by_its_url_without_its_credentials_or_query(holder: Client) -> None:
+    url = "https://ci:hunter2@hooks.example.com/events?token=s3cr3t#part"
+    created = holder.post("/api/v1/event-endpoints", {"url": url, "events": ["job.failed"]})
     deleted = holder.delete(f"/api/v1/event-endpoints/{created.json()['data']['id']}")
 
     assert (created.status_code, deleted.status_code) == (201, 200)
