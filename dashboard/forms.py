@@ -262,7 +262,13 @@ SUPPRESSION_REASONS: list[tuple[str, str]] = [
 LAST_PAGE_NUMBER = 999_999_999
 
 
-class SuppressionFilterForm(forms.Form):
+class PageForm(forms.Form):
+    """A numbered list page's query string: pages from 1 (the audit log's whole query; others add their filters)."""
+
+    page = forms.IntegerField(min_value=1, max_value=LAST_PAGE_NUMBER, required=False, widget=forms.HiddenInput)
+
+
+class SuppressionFilterForm(PageForm):
     """The suppressions page's query string: a part of the address, a reason, pages from 1."""
 
     q = forms.CharField(
@@ -272,13 +278,6 @@ class SuppressionFilterForm(forms.Form):
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}),
     )
     reason = forms.ChoiceField(label="Reason", choices=[("", "All reasons"), *SUPPRESSION_REASONS], required=False)
-    page = forms.IntegerField(min_value=1, max_value=LAST_PAGE_NUMBER, required=False, widget=forms.HiddenInput)
-
-
-class AuditPageForm(forms.Form):
-    """The audit log page's query string: no filters, pages from 1."""
-
-    page = forms.IntegerField(min_value=1, max_value=LAST_PAGE_NUMBER, required=False, widget=forms.HiddenInput)
 
 
 # The API's own rule for an address, so the page and POST /api/v1/suppressions accept the same addresses.

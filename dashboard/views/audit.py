@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.views import View
 
 from accounts.selectors import audit_list
-from dashboard.forms import AuditPageForm
+from dashboard.forms import PageForm
 from dashboard.views.base import HolderView
 from dashboard.views.paging import numbered_pages
 
@@ -19,7 +19,7 @@ class AuditView(HolderView, View):
     template_name = "dashboard/audit.html"
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        form = AuditPageForm(request.GET)
+        form = PageForm(request.GET)
         if not form.is_valid():
             return render(request, self.template_name, {"form": form, "entries": [], "page": 1}, status=400)
         page = form.cleaned_data["page"] or 1
