@@ -91,7 +91,7 @@ def _store(jobs: Sequence[Job], *, arrivals: Sequence[store.ArrivalFailure]) -> 
     failed = {arrival.job.id for arrival in arrivals}
     queued = [job for job in jobs if job.id not in failed]
     # The batch's jobs share an account and a mode: what one announces, they all do.
-    announced = bool(arrivals) and announces_finish(jobs[0])
+    announced = bool(arrivals) and announces_finish(jobs[0].account, test=jobs[0].test)
     units = sum(1 for job in queued if counts_against_quota(job))
     due_now = [job for job in queued if job.scheduled_for is None]
     now = timezone.now()

@@ -176,10 +176,10 @@ def counts_against_quota(job: Job) -> bool:
     return not job.test and (job.type == JobType.WEBHOOK or job.account.limits.quota_counts_email)
 
 
-def announces_finish(job: Job) -> bool:
-    """Whether the job's end is announced to its account's event endpoints: a test job's never is
-    (docs/event-endpoints.md)."""
-    return job.account.has_event_endpoints and not job.test
+def announces_finish(account: Account, *, test: bool) -> bool:
+    """Whether the end of the account's job of mode ``test`` is announced to its event endpoints: a test job's never
+    is (docs/rules.md, "Test mode")."""
+    return account.has_event_endpoints and not test
 
 
 def _new_job(
@@ -229,7 +229,7 @@ def _job_create(job: Job) -> Job:
 
 def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
     """Stores a job that must not go out at all as failed (store.ArrivalFailure)."""
-    announced = announces_finish(job)
+    announced = announces_finish(job.account, test=job.test)
     store.insert_failed(store.ArrivalFailure.of(job, error=error), announced=announced)
     if announced:
         transaction.on_commit(finished_jobs_announce_soon)
@@ -260,7 +260,7 @@ def job_cancel(*, account: Account, job_id: str, test: bool = False) -> Job:
     fails with CANCELLED_ERROR, no attempt made, and Retry Job can queue it again (docs/rules.md, "Cancel Job")."""
     parsed_id = parse_job_id(job_id)
     cancelled = NextState.failed(attempts=0, at=timezone.now(), error=CANCELLED_ERROR)
-    announced = account.has_event_endpoints and not test
+    announced = announces_finish(account, test=test)
     job = (
         store.cancel_pending(account=account, job_id=parsed_id, test=test, cancelled=cancelled, announced=announced)
         if parsed_id

@@ -292,11 +292,10 @@ def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announc
 def _count_finished(job: Job, finished: NextState, *, announced: bool) -> None:
     """In the caller's transaction: ``job``, which ``finished`` finishes, counted in its day's DailyTally and, when
     ``announced``, given its JobAnnouncement (what `_record_attempt_sql` does in its statement). A test job is in no
-    day's figures and announced to no endpoint (docs/rules.md, "Test mode")."""
-    if job.test:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(_tally_sql("WHERE true"), _tally_values(job, finished))
+    day's figures (`_tally_values`)."""
+    if tally := _tally_values(job, finished):
+        with connection.cursor() as cursor:
+            cursor.execute(_tally_sql("WHERE true"), tally)
     if announced:
         JobAnnouncement(job=job, **_announced_state(finished)).save(force_insert=True)
 

@@ -17,6 +17,7 @@ from accounts.selectors import usage_get
 from accounts.services import api_key_create
 from core.errors import JobNotCancellable, JobNotRetryable, QuotaExceeded
 from event_endpoints.models import Event, EventDelivery
+from event_endpoints.services import endpoint_create
 from notifications.delivery.outcome import TEST_MODE_EXCERPT
 from notifications.engine.processing import jobs_dispatch
 from notifications.models import DailyTally, DeliveryLog, DestinationHealth, Job, JobAnnouncement, JobStatus
@@ -166,11 +167,13 @@ def test_live_and_test_lists_never_mix_and_each_mode_is_404_to_the_other(startup
     assert Job.objects.get(id=live_id).status == Job.objects.get(id=test_id).status == JobStatus.PENDING
 
 
-def test_a_test_key_cancels_and_retries_its_own_jobs(free: Client) -> None:
+def test_a_test_key_cancels_and_retries_its_own_jobs_uncounted_and_unannounced(free: Client) -> None:
+    endpoint_create(account=free.account, url="https://hooks.example.com/events", events=["job.failed"])
     tester = with_test_key(free)
     test_id = accepted(tester.send_webhook())["jobId"]
 
     assert tester.post(f"{JOBS}/{test_id}/cancel").status_code == 200
+    assert not JobAnnouncement.objects.exists()
     assert_error(free.post(f"{JOBS}/{test_id}/retry"), 404, JobNotRetryable.message)
     assert tester.post(f"{JOBS}/{test_id}/retry").json()["data"]["status"] == "pending"
     assert not DailyTally.objects.filter(account=free.account).exists()
