@@ -120,6 +120,20 @@ def test_an_altered_body_another_secret_or_a_replay_is_refused(
     assert notifyhub.verify_webhook(secret, replayed(arrival, scheme, secret), arrival.body, tolerance=TEN_MINUTES + 5)
 
 
+def test_the_id_is_verified_only_where_a_signature_covers_it(nh: Any, receiver: Receiver, secret: str) -> None:
+    arrival = deliver(nh, receiver, {"order": 7})
+    job_id = arrival.headers["X-Webhook-Id"]
+    forged = {**arrival.headers, "X-Webhook-Id": "00000000-0000-4000-8000-000000000000"}
+    stripped = {name: value for name, value in forged.items() if not name.lower().startswith("webhook-")}
+
+    both = notifyhub.verify_delivery(secret, forged, arrival.body)
+    ours_only = notifyhub.verify_delivery(secret, stripped, arrival.body)
+
+    assert (both.payload, both.id, both.scheme) == ({"order": 7}, job_id, "standard-webhooks")
+    assert (ours_only.payload, ours_only.id, ours_only.scheme) == ({"order": 7}, None, "notifyhub")
+    assert not verifies(secret, {**arrival.headers, "webhook-id": forged["X-Webhook-Id"]}, arrival.body)
+
+
 def test_parse_event_reads_a_real_event_endpoint_delivery(nh: Any, receiver: Receiver, secret: str) -> None:
     endpoint = nh.event_endpoints.create(url=receiver.url("/events"), events=["job.completed"])
     job_id = nh.webhooks.send(url=receiver.url("/hook"), payload={}).job_id

@@ -1,5 +1,5 @@
 """NotifyHub's Python client: ``NotifyHub`` (or ``AsyncNotifyHub``) calls every operation of the API that takes an
-API key; ``verify_webhook`` and ``parse_event`` check what NotifyHub delivers. See README.md."""
+API key; ``verify_delivery``, ``verify_webhook`` and ``parse_event`` check what NotifyHub delivers. See README.md."""
 
 from ._client import AsyncNotifyHub, NotifyHub
 from ._errors import (
@@ -51,7 +51,7 @@ from ._models import (
 )
 from ._resources import EmailMessage, WebhookMessage
 from ._version import VERSION as __version__
-from ._webhooks import parse_event, verify_webhook
+from ._webhooks import VerifiedDelivery, parse_event, verify_delivery, verify_webhook
 
 __all__ = [
     "APIConnectionError",
@@ -97,11 +97,13 @@ __all__ = [
     "SuppressionRemoved",
     "Usage",
     "ValidationError",
+    "VerifiedDelivery",
     "WaitTimeoutError",
     "WebhookMessage",
     "WebhookMethod",
     "WebhookVerificationError",
     "__version__",
     "parse_event",
+    "verify_delivery",
     "verify_webhook",
 ]

@@ -7,6 +7,10 @@ of the same bytes (NotifyHub's docs/delivery-engine.md, "Webhooks"):
   ``webhook-signature: v1,<base64>``: the id signed too, checked here with the ``standardwebhooks`` library.
 
 During a secret's rotation each header carries a signature per secret; one that matches is enough.
+
+Only the Standard Webhooks signature covers the delivery's id: ``X-Webhook-Id`` is not signed by NotifyHub's own, so
+a delivery checked by that one alone has no id to trust (a proxy that strips the ``webhook-*`` headers leaves a
+forged ``X-Webhook-Id`` undetectable).
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ import hmac
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from standardwebhooks.webhooks import Webhook
 
@@ -28,32 +33,55 @@ from ._models import Event
 DEFAULT_TOLERANCE_SECONDS = 300
 
 
-def verify_webhook(
+@dataclass(frozen=True, kw_only=True)
+class VerifiedDelivery:
+    """A delivery whose signature was checked: its JSON body, and its id only when a signature covers the id.
+
+    ``id`` is ``webhook-id`` when the Standard Webhooks signature was checked; ``None`` when only NotifyHub's
+    ``X-Webhook-Signature`` was there, which does not sign the id: ``X-Webhook-Id`` may then have been changed on the
+    way, and deduplicating on it would let a forged id through, or drop a genuine delivery."""
+
+    payload: dict[str, Any]
+    id: str | None
+    scheme: Literal["standard-webhooks", "notifyhub"]
+
+
+def verify_delivery(
     secret: str, headers: Mapping[str, str], body: bytes | str, tolerance: int = DEFAULT_TOLERANCE_SECONDS
-) -> dict[str, Any]:
-    """The delivery's JSON body once its signature is checked: made with ``secret`` over these very bytes, at most
+) -> VerifiedDelivery:
+    """The delivery, once its signature is checked: made with ``secret`` over these very bytes, at most
     ``tolerance`` seconds ago (a replay is older). Pass the raw body, before any JSON parsing. The Standard Webhooks
-    signature is checked when the headers carry it, which also covers the id to deduplicate on; NotifyHub's own
-    otherwise. Raises ``WebhookVerificationError``."""
+    signature is checked when the headers carry it, and it signs the id too; NotifyHub's own otherwise, which leaves
+    ``id`` None. Raises ``WebhookVerificationError``."""
     named = {name.lower(): value for name, value in headers.items()}
     raw = body.encode() if isinstance(body, str) else body
     if "webhook-signature" in named:
-        _check_standard(secret, named, raw, tolerance)
-    elif "x-webhook-signature" in named:
+        signed_id = _check_standard(secret, named, raw, tolerance)
+        return VerifiedDelivery(payload=_json_object(raw), id=signed_id, scheme="standard-webhooks")
+    if "x-webhook-signature" in named:
         _check_notifyhub(secret, named["x-webhook-signature"], raw, tolerance)
-    else:
-        raise WebhookVerificationError("The delivery carries no signature: was a signing secret set?")
-    return _json_object(raw)
+        return VerifiedDelivery(payload=_json_object(raw), id=None, scheme="notifyhub")
+    raise WebhookVerificationError("The delivery carries no signature: was a signing secret set?")
+
+
+def verify_webhook(
+    secret: str, headers: Mapping[str, str], body: bytes | str, tolerance: int = DEFAULT_TOLERANCE_SECONDS
+) -> dict[str, Any]:
+    """The delivery's JSON body, verified as ``verify_delivery`` does. For the id to deduplicate on, call that one:
+    ``X-Webhook-Id`` as it arrived is signed only when ``webhook-id`` came with it."""
+    return verify_delivery(secret, headers, body, tolerance).payload
 
 
 def parse_event(
     secret: str, headers: Mapping[str, str], body: bytes | str, tolerance: int = DEFAULT_TOLERANCE_SECONDS
 ) -> Event:
-    """An event endpoint's delivery, verified as ``verify_webhook`` does, as an ``Event``."""
+    """An event endpoint's delivery, verified as ``verify_webhook`` does, as an ``Event``. The event's ``id`` is in the
+    body, which both schemes sign: the id to deduplicate on, whichever signature was checked."""
     return decode(Event, verify_webhook(secret, headers, body, tolerance))
 
 
-def _check_standard(secret: str, headers: Mapping[str, str], body: bytes, tolerance: int) -> None:
+def _check_standard(secret: str, headers: Mapping[str, str], body: bytes, tolerance: int) -> str:
+    """The id the signature covers, once it is checked."""
     message_id, timestamp = headers.get("webhook-id", ""), _timestamp(headers.get("webhook-timestamp", ""))
     _check_fresh(timestamp, tolerance)
     try:
@@ -67,6 +95,7 @@ def _check_standard(secret: str, headers: Mapping[str, str], body: bytes, tolera
     signed_at = datetime.fromtimestamp(timestamp, tz=UTC)
     expected = signer.sign(msg_id=message_id, timestamp=signed_at, data=text)
     _check_any(expected, headers["webhook-signature"].split(" "))
+    return message_id
 
 
 def _check_notifyhub(secret: str, header: str, body: bytes, tolerance: int) -> None:
