@@ -45,6 +45,22 @@ def test_a_send_refused_with_429_waits_out_retry_after_and_is_stored_once_under_
     assert (str(job.id), job.idempotency_key) == (accepted.job_id, first)
 
 
+def test_a_429_from_a_window_filled_elsewhere_is_asked_again_within_a_second_not_a_minute_later(
+    connect: Connect, holder: Client, proxy: Proxy
+) -> None:
+    """The key's window was filled by requests this client never saw, and lifts at once: the client asks again on
+    the backoff's first step (0.5 to 0.625 s), where it waited the whole minute."""
+    proxy.script(refuse(429))
+    hub = connect(holder.api_key, base_url=proxy.url)
+
+    started = time.monotonic()
+    pong = hub.run(lambda nh: nh.ping())
+
+    assert 0.5 <= time.monotonic() - started < 2
+    assert pong.message == "pong"
+    assert [seen.path for seen in proxy.seen] == ["/api/v1/ping", "/api/v1/ping"]
+
+
 def test_a_send_refused_with_503_is_sent_again_and_stored_once(connect: Connect, holder: Client, proxy: Proxy) -> None:
     proxy.script(refuse(503, retry_after="0"))
     hub = connect(holder.api_key, base_url=proxy.url)

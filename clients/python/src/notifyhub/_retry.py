@@ -61,33 +61,49 @@ class RetryPolicy:
         if asked is not None:
             return asked if asked <= LONGEST_WAIT_SECONDS else None
         if response.status_code == 429:
-            return self._window.until_capacity()
+            return self._wait_for_capacity(attempt)
         return backoff(attempt)
+
+    def _wait_for_capacity(self, attempt: int) -> float:
+        """The window lifts by ``until_capacity`` at the latest, and sooner when requests made elsewhere filled it,
+        which this client cannot see. A refused request is not counted (docs/rules.md, "Limits"), so asking early
+        costs the window nothing: the retries before the last come back on the backoff's steps, and the last waits
+        out what is left, never longer than the window's bound."""
+        left = self._window.until_capacity()
+        return left if attempt == self.max_retries - 1 else min(backoff(attempt), left)
 
 
 class RateWindow:
-    """When this client's requests of the last minute were answered. NotifyHub's 429 has no ``Retry-After``: its
-    window is rolling, so a slot comes back when the oldest request in it is a minute old (docs/rules.md,
-    "Limits"). Requests made with the key elsewhere are not seen here; the wait is then the whole window."""
+    """When this client's requests of the last minute were answered, and when it was first refused since. NotifyHub's
+    429 has no ``Retry-After``: its window is rolling, so a slot comes back when the oldest request in it is a minute
+    old (docs/rules.md, "Limits"). That is at the latest a minute after this client's oldest request in it, or, when
+    requests made with the key elsewhere filled it, a minute after the first refusal: all of those were made before."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
         self._answered: deque[float] = deque()
+        self._first_refused: float | None = None
         self._lock = threading.Lock()
 
     def note(self, response: httpx.Response) -> None:
-        # A refused request is not counted by the API (docs/rules.md, "Limits").
-        if response.status_code != 429:
-            with self._lock:
-                self._answered.append(self._clock())
+        with self._lock:
+            now = self._clock()
+            # A refused request is not counted by the API (docs/rules.md, "Limits"); an answered one ends the refusal.
+            if response.status_code != 429:
+                self._answered.append(now)
+                self._first_refused = None
+            elif self._first_refused is None or self._first_refused <= now - RATE_WINDOW_SECONDS:
+                self._first_refused = now
 
     def until_capacity(self) -> float:
+        """Seconds until a slot has come back at the latest."""
         with self._lock:
             now = self._clock()
             while self._answered and self._answered[0] <= now - RATE_WINDOW_SECONDS:
                 self._answered.popleft()
             oldest = self._answered[0] if self._answered else now
-        return oldest + RATE_WINDOW_SECONDS - now
+            first_refused = now if self._first_refused is None else self._first_refused
+        return max(0.0, min(oldest, first_refused) + RATE_WINDOW_SECONDS - now)
 
 
 def retry_after(response: httpx.Response) -> float | None:
