@@ -46,7 +46,12 @@ lock: $(VENV)/.installed-dev
 	$(LOCK) requirements.txt --output-file requirements.lock
 	$(LOCK) requirements-dev.txt --constraint requirements.lock --output-file requirements-dev.lock
 
+# One address for every process `make run` starts: honcho gives each its own PORT (web PORT, the worker PORT+100,
+# beat PORT+200), from which the settings would make PUBLIC_URL, so the worker's emails linked to another port.
+# A PUBLIC_URL already set is kept.
+run: export PUBLIC_URL ?= http://127.0.0.1:$(PORT)
 run: install
+	@$(BIN)/python bin/port-is-free $(PORT)
 	$(BIN)/python manage.py migrate --noinput
 	@echo ""
 	@echo "  NotifyHub is starting at http://127.0.0.1:$(PORT)/  (API docs: http://127.0.0.1:$(PORT)/api/docs/)"

@@ -35,6 +35,12 @@ keepalive = 5
 _access_log = os.environ.get("GUNICORN_ACCESS_LOG", "off").strip()
 accesslog = None if _access_log.lower() in ("", "off") else _access_log
 
+# gunicorn's control socket (for gunicornc) in this checkout's var/, the settings' VAR_DIR (notifyhub/settings.py):
+# gunicorn's default, $XDG_RUNTIME_DIR/gunicorn.ctl or ~/.gunicorn/gunicorn.ctl, is one path for every checkout
+# and service of the user on the machine.
+_var_dir = os.environ.get("NOTIFYHUB_VAR_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "var"))
+control_socket = os.path.join(_var_dir, "gunicorn.ctl")
+
 
 def child_exit(server: Any, worker: Any) -> None:
     """What prometheus_client's multiprocess mode asks of gunicorn: a dead worker's live gauges leave the sum

@@ -1,11 +1,14 @@
 """Production settings pass Django's deployment checklist and serve collectstatic's hashed, compressed files; the
-local runs stay plain HTTP and serve static files from where they are."""
+local runs stay plain HTTP and serve static files from where they are; `make run` stops on a taken port, and
+gunicorn keeps its control socket in the checkout's var folder."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import runpy
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +26,7 @@ PRINT_HSTS_SETTINGS = (
     "import django; django.setup(); from django.conf import settings as s; "
     "print(s.SECURE_HSTS_INCLUDE_SUBDOMAINS, s.SECURE_HSTS_PRELOAD)"
 )
+PRINT_CONTROL_SOCKET = "import runpy; print(runpy.run_path('gunicorn.conf.py')['control_socket'])"
 PRINT_STATIC_SETTINGS = (
     "import django; django.setup(); from django.conf import settings as s; "
     "print(s.STORAGES['staticfiles']['BACKEND'], s.WHITENOISE_USE_FINDERS)"
@@ -164,3 +168,28 @@ def test_production_serves_collectstatics_hashed_and_compressed_files(tmp_path: 
         assert "immutable" in answer["cache"], url  # hashed names are cached for ever
     for url in (f"/static/{stylesheet}", f"/static/{script}", f"/static/{swagger_bundle}"):
         assert seen["files"][url]["encoding"] == "br", url
+
+
+def test_a_taken_port_stops_make_run_before_it_starts_anything_with_a_message_naming_it(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        # -o install: the suite's .venv is installed already, and a test installs nothing.
+        stopped = run(["make", "-o", "install", "run", f"PORT={port}"], tmp_path, timeout=30)
+
+    assert stopped.returncode != 0
+    assert f"Port {port} is taken" in stopped.stderr
+    assert "NotifyHub is starting" not in stopped.stdout
+    assert not (tmp_path / "db.sqlite3").exists()  # not even migrated
+
+
+def test_gunicorns_control_socket_is_in_the_checkouts_var_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configured = run([sys.executable, "-c", PRINT_CONTROL_SOCKET], tmp_path)
+    monkeypatch.delenv("NOTIFYHUB_VAR_DIR", raising=False)
+
+    assert configured.stdout.strip() == str(tmp_path / "gunicorn.ctl")
+    assert runpy.run_path(str(ROOT / "gunicorn.conf.py"))["control_socket"] == str(ROOT / "var" / "gunicorn.ctl")

@@ -7,6 +7,7 @@ is filled in from what came before: the API key, the job id, the URL listen prin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,7 +23,7 @@ import pytest
 import requests
 
 from tests.conftest import free_port
-from tests.servers import end_marked_processes
+from tests.servers import end_marked_processes, marked_processes
 from tests.test_deploy import ROOT
 
 HEADING = "## Quick start"
@@ -138,6 +139,17 @@ class QuickStart:
         self.background.append(process)
         return process
 
+    def public_urls(self) -> set[tuple[str, str]]:
+        """(Procfile name, PUBLIC_URL) of each process honcho started, as their environments hold them."""
+        found = set()
+        for pid, _ in marked_processes(f"NOTIFYHUB_VAR_DIR={self.env['NOTIFYHUB_VAR_DIR']}"):
+            with contextlib.suppress(OSError):  # it ended while we looked
+                entries = Path(f"/proc/{pid}/environ").read_text().split("\0")
+                environment = dict(entry.split("=", 1) for entry in entries if "=" in entry)
+                if "HONCHO_PROCESS_NAME" in environment:
+                    found.add((environment["HONCHO_PROCESS_NAME"], environment.get("PUBLIC_URL", "")))
+        return found
+
     def stop(self) -> None:
         for process in reversed(self.background):
             if process.poll() is None:
@@ -189,3 +201,7 @@ def test_the_readme_quick_start_shows_a_signed_webhook_arriving_and_its_job_comp
     job = json.loads(quick_start.last_output)["data"]
     assert (job["id"], job["status"]) == (quick_start.noted[JOB_ID], "completed")
     assert [(log["status"], log["responseStatus"]) for log in job["deliveryLogs"]] == [("success", 200)]
+    # One address in every process, where honcho gives each its own PORT (the worker's emails linked to PORT+100).
+    url = f"http://127.0.0.1:{quick_start.port}"
+    assert quick_start.public_urls() == {("web.1", url), ("worker.1", url), ("beat.1", url)}
+    assert (quick_start.folder / "var" / "gunicorn.ctl").is_socket()
