@@ -24,7 +24,7 @@ from notifications.models import Job, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
 from notifications.outcomes import finished_jobs_announce_soon
 from notifications.selectors import idempotency_keys_taken
-from notifications.services import announces_finish, counts_against_quota
+from notifications.services import announces_finish
 from suppressions.selectors import normalized_address, suppression_reasons
 from suppressions.services import suppressed_message
 
@@ -42,7 +42,7 @@ def batch_store(*, account: Account, slots: Sequence[Slot], test: bool = False) 
 
     Returns the slots as answered: a job whose idempotency key an earlier job, or an earlier item, holds is
     refused in its slot with DuplicateRequest, as its single send would be. Raises the account's QuotaExceeded,
-    storing nothing, when its quota cannot cover every job that spends a unit.
+    storing nothing, when its quota cannot cover every job that spends a unit, the suppressed addresses' too.
     """
     arrivals = _arrival_failures(account, [slot for slot in slots if isinstance(slot, Job)])
     for _ in range(KEY_CHECKS):
@@ -92,12 +92,11 @@ def _store(jobs: Sequence[Job], *, arrivals: Sequence[store.ArrivalFailure]) -> 
     queued = [job for job in jobs if job.id not in failed]
     # The batch's jobs share an account and a mode: what one announces, they all do.
     announced = bool(arrivals) and announces_finish(jobs[0].account, test=jobs[0].test)
-    units = sum(1 for job in queued if counts_against_quota(job))
     due_now = [job for job in queued if job.scheduled_for is None]
     now = timezone.now()
     for job in due_now:
         job.requeue_at = now
-    store.insert_batch(jobs, arrivals=arrivals, units=units, announced=announced)
+    store.insert_batch(jobs, arrivals=arrivals, announced=announced)
     if due_now:
         transaction.on_commit(dispatch_soon)
     if announced:

@@ -53,6 +53,11 @@ class Job(models.Model):
     secret_headers = models.TextField(null=True, blank=True)
     # Accepted with a test key (docs/rules.md, "Test mode"): its attempts send nothing, and only test keys see it.
     test = models.BooleanField(default=False, db_default=False)
+    # Whether the job took its unit of the account's quota when it was stored (docs/rules.md, "Quota"): false for a
+    # job that counts for nothing then (a test job, a paid plan's email) and for an email failed on arrival before
+    # such sends took their unit. Retry Job takes the unit of a job that counts and took none, and sets it. The
+    # database's default, for the release before while the migrations run, is what that release's sends mostly did.
+    quota_taken = models.BooleanField(default=True, db_default=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=MAX_ATTEMPTS)
     # Times a worker took the job. More than attempts + 1 at a claim means workers died holding

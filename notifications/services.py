@@ -33,6 +33,7 @@ from notifications.engine.transitions import NextState
 from notifications.models import DestinationHealth, Job, JobStatus, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
 from notifications.outcomes import finished_jobs_announce_soon
+from notifications.quota import counts_against_quota
 from notifications.routing import email_needs_provider_key, email_routing_check, platform_routes, platform_sender
 from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
@@ -171,11 +172,6 @@ email_job_create = _stored(email_job_new)
 webhook_job_create = _stored(webhook_job_new)
 
 
-def counts_against_quota(job: Job) -> bool:
-    """Whether the job takes a unit of its account's quota: a test job never does (docs/rules.md, "Limits")."""
-    return not job.test and (job.type == JobType.WEBHOOK or job.account.limits.quota_counts_email)
-
-
 def announces_finish(account: Account, *, test: bool) -> bool:
     """Whether the end of the account's job of mode ``test`` is announced to its event endpoints: a test job's never
     is (docs/rules.md, "Test mode")."""
@@ -199,7 +195,7 @@ def _new_job(
     """The job to store; a ``send_at`` still to come makes it a scheduled send (docs/rules.md, "Scheduled sends"):
     no worker may claim it before then, and the dispatcher sends its task then."""
     scheduled_for = send_at if send_at is not None and send_at > timezone.now() else None
-    return Job(
+    job = Job(
         account=account,
         type=type,
         payload=payload,
@@ -215,11 +211,14 @@ def _new_job(
         requeue_at=scheduled_for or _requeue_time(),
         test=test,
     )
+    # The store takes the unit with the row, whether the job then goes out or fails on arrival.
+    job.quota_taken = counts_against_quota(job)
+    return job
 
 
 def _job_create(job: Job) -> Job:
     """Stores the job, spends quota and queues it once committed; a duplicate or a refusal leaves no trace."""
-    store.insert(job, counted=counts_against_quota(job))
+    store.insert(job)
     job_accepted(job.type)
     if job.scheduled_for is None:
         # Outside a transaction this sends at once; inside a caller's, when it commits.
@@ -228,7 +227,7 @@ def _job_create(job: Job) -> Job:
 
 
 def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
-    """Stores a job that must not go out at all as failed (store.ArrivalFailure)."""
+    """Stores a job that must not go out at all as failed, its quota unit taken (store.ArrivalFailure)."""
     announced = announces_finish(job.account, test=job.test)
     store.insert_failed(store.ArrivalFailure.of(job, error=error), announced=announced)
     if announced:
@@ -238,7 +237,9 @@ def _job_failed_on_arrival(job: Job, *, error: str) -> Job:
 
 
 def job_retry(*, account: Account, job_id: str, test: bool = False) -> Job:
-    """Puts a failed job of the caller's mode back in the queue; its attempts start again, its logs stay."""
+    """Puts a failed job of the caller's mode back in the queue; its attempts start again, its logs stay. A job
+    that counts and took no quota unit when it was stored takes it now, or the account's QuotaExceeded is raised
+    (docs/rules.md, "Retry Job")."""
     parsed_id = parse_job_id(job_id)
     if parsed_id is None:
         raise JobNotRetryable()
@@ -278,10 +279,17 @@ class RetriedBatch:
     requeued: int
     # Failed emails of a paid account without a provider key, left failed.
     skipped: int
+    # Jobs that took no quota unit when stored, left failed: their account's quota could not cover them.
+    over_quota: int = 0
 
     @property
     def handled(self) -> int:
-        return self.requeued + self.skipped
+        return self.requeued + self.skipped + self.over_quota
+
+    def __add__(self, other: RetriedBatch) -> RetriedBatch:
+        return RetriedBatch(
+            self.requeued + other.requeued, self.skipped + other.skipped, self.over_quota + other.over_quota
+        )
 
 
 def failed_jobs_retry(
@@ -308,9 +316,9 @@ def failed_jobs_retry(
             requeued = store.requeue_failed_jobs(
                 account=holder, job_ids=[job_id for _, job_id in batch], requeue_at=_requeue_time()
             )
-            for job_id, priority in requeued:
+            for job_id, priority in requeued.jobs:
                 transaction.on_commit(partial(job_enqueue, job_id=job_id, priority=priority))
-            yield RetriedBatch(requeued=len(requeued), skipped=0)
+            yield RetriedBatch(requeued=len(requeued.jobs), skipped=0, over_quota=requeued.over_quota)
             position = batch[-1]
 
 

@@ -608,6 +608,12 @@ class JobRetryView(MountedView):
             ),
             404: ErrorAnswer("No such job among the caller's jobs, or it is not in `failed` status.", JobNotRetryable),
         },
+        error_additions={
+            403: ErrorAnswer(
+                "Or the job took no unit of the monthly quota when it was accepted, and none is left for its retry.",
+                QuotaExceeded,
+            )
+        },
         links=(
             job_status_link(JOB_STATUS, ACCEPTED_OR_REQUEUED_JOB),
             job_cancel_link(JOB_CANCEL, ACCEPTED_OR_REQUEUED_JOB),

@@ -68,7 +68,8 @@ class SuppressionsView(ApiKeyView):
         summary="Suppress an address",
         description=(
             "Adds the address by hand (reason `MANUAL`): from now on an email to it is accepted and its job fails at "
-            "once, without any provider call and without spending quota. Addresses compare without case."
+            "once, without any provider call; it takes its quota unit as any send does. Addresses compare without "
+            "case."
         ),
         request=InputSerializer,
         responses={

@@ -290,6 +290,8 @@ class OperationText:
     errors: tuple[int, ...]
     # What an error means for this operation, over what it means at the mount.
     error_descriptions: Mapping[int, ErrorAnswer] = field(default_factory=dict)
+    # What an error may also mean for this operation, after what it means at the mount.
+    error_additions: Mapping[int, ErrorAnswer] = field(default_factory=dict)
     # The 200 answer's links, each naming an operation by its id within the same mount.
     links: tuple[Link, ...] = ()
     parameters: tuple[OpenApiParameter, ...] = ()
@@ -306,6 +308,8 @@ class OperationText:
 
     def responses_at(self, mount: Mount) -> dict[int, Any]:
         errors = error_responses(*self.errors, descriptions={**mount.error_descriptions, **self.error_descriptions})
+        for status, addition in self.error_additions.items():
+            errors[status] = OpenApiResponse(description=addition.added_to(str(errors[status].description)))
         return {**self.responses, **errors}
 
     def extensions_at(self, mount: Mount) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from accounts.models import Account, SigningSecret, UsagePeriod
 from accounts.selectors import current_period
 from accounts.services import usage_consume
 from core import sql
-from core.errors import DuplicateRequest
+from core.errors import DuplicateRequest, QuotaExceeded
 from notifications.engine.transitions import NextState
 from notifications.models import (
     DailyTally,
@@ -40,6 +40,7 @@ from notifications.models import (
     JobStatus,
     JobType,
 )
+from notifications.quota import owes_unit
 from suppressions.models import Suppression
 
 UNFINISHED = [JobStatus.PENDING, JobStatus.PROCESSING]
@@ -69,25 +70,33 @@ class Claim:
 
 
 # Off the framework's road: docs/departures.md, "raw-sql-job-store".
-def insert(job: Job, *, counted: bool) -> None:
-    """Stores a new job and, when ``counted``, takes a unit of its account's quota: both or neither.
+def insert(job: Job) -> None:
+    """Stores a new job and, when it counts (``quota_taken``, notifications/quota.py), takes a unit of its account's
+    quota: both or neither.
 
     The insert comes before the quota so the unique index, not a read-then-write, answers a
     duplicate key, and a duplicate costs no quota. Raises DuplicateRequest, or the account's
     QuotaExceeded, which takes the inserted row back out with its transaction.
     """
-    with _duplicate_answered(job):
-        if not (counted and _insert_taking_unit(job)):
-            with transaction.atomic():
-                job.save(force_insert=True)
-                if counted:
-                    usage_consume(account=job.account)
+    # In a caller's transaction a duplicate must only undo this job's statements: a savepoint.
+    with _duplicate_answered(job), transaction.atomic() if connection.in_atomic_block else nullcontext():
+        _insert_taking_its_unit(job)
+
+
+def _insert_taking_its_unit(job: Job) -> None:
+    """The job's row and, if ``quota_taken``, its unit: both or neither, in one statement where the database can."""
+    if not (job.quota_taken and _insert_with_unit_in_one_statement(job)):
+        with transaction.atomic():
+            job.save(force_insert=True)
+            if job.quota_taken:
+                usage_consume(account=job.account)
 
 
 @dataclass(frozen=True)
 class ArrivalFailure:
     """A new job that must not go out at all (an email to a suppressed address, docs/suppressions.md): stored
-    failed in ``failure``, with ``log``, the one attempt it counts, which made no request; never queued, no quota."""
+    failed in ``failure``, with ``log``, the one attempt it counts, which made no request; never queued. It takes
+    its quota unit like every accepted job: a unit not taken would let a Retry Job after the removal send for free."""
 
     job: Job
     failure: NextState
@@ -104,17 +113,18 @@ class ArrivalFailure:
 
 
 def insert_failed(arrival: ArrivalFailure, *, announced: bool) -> None:
-    """Stores a job that fails on arrival with its log, its day's tally and, when ``announced``, its
-    JobAnnouncement. Raises DuplicateRequest as `insert` does."""
+    """Stores a job that fails on arrival with its quota unit as `insert` takes it, its log, its day's tally and,
+    when ``announced``, its JobAnnouncement: all or none. Raises DuplicateRequest or QuotaExceeded as `insert`
+    does."""
     with _duplicate_answered(arrival.job), transaction.atomic():
-        arrival.job.save(force_insert=True)
+        _insert_taking_its_unit(arrival.job)
         arrival.log.save(force_insert=True)
         _count_finished(arrival.job, arrival.failure, announced=announced)
 
 
-def insert_batch(jobs: Sequence[Job], *, arrivals: Sequence[ArrivalFailure], units: int, announced: bool) -> None:
-    """Stores a batch of one account's new jobs, ``arrivals``' among them, and takes ``units`` of its quota: all
-    or none, in one transaction, the jobs in one multi-row INSERT.
+def insert_batch(jobs: Sequence[Job], *, arrivals: Sequence[ArrivalFailure], announced: bool) -> None:
+    """Stores a batch of one account's new jobs, ``arrivals``' among them, and takes a unit of its quota for each
+    that counts (``quota_taken``): all or none, in one transaction, the jobs in one multi-row INSERT.
 
     The INSERT comes first, as in `insert`: a key taken meanwhile raises IntegrityError before the quota's row is
     locked, and the caller checks its keys again. Raises the account's QuotaExceeded otherwise.
@@ -124,7 +134,7 @@ def insert_batch(jobs: Sequence[Job], *, arrivals: Sequence[ArrivalFailure], uni
         DeliveryLog.objects.bulk_create([arrival.log for arrival in arrivals])
         for arrival in arrivals:
             _count_finished(arrival.job, arrival.failure, announced=announced)
-        if units:
+        if units := sum(job.quota_taken for job in jobs):
             usage_consume(account=jobs[0].account, units=units)
 
 
@@ -139,7 +149,7 @@ def _duplicate_answered(job: Job) -> Iterator[None]:
         raise DuplicateRequest() from None
 
 
-def _insert_taking_unit(job: Job) -> bool:
+def _insert_with_unit_in_one_statement(job: Job) -> bool:
     """PostgreSQL: the job and its quota unit in one statement; True if both were written.
 
     False when nothing was written: the period's usage row is missing or full (`insert` then
@@ -151,8 +161,7 @@ def _insert_taking_unit(job: Job) -> bool:
         return False
     period_start, _ = current_period(job.account)
     unit = [job.account.pk, sql.db_value(UsagePeriod, "period_start", period_start), job.account.limits.monthly_quota]
-    # In a caller's transaction a duplicate must only undo this statement: a savepoint.
-    with transaction.atomic() if db.in_atomic_block else nullcontext(), db.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(_insert_taking_unit_sql(), [*unit, *sql.insert_values(job)])
         return cursor.rowcount == 1
 
@@ -432,31 +441,81 @@ def cancel_pending(*, account: Account, job_id: UUID, test: bool, cancelled: Nex
 
 
 def requeue_failed(*, account: Account, job_id: UUID, requeue_at: datetime) -> Job | None:
-    """Puts the account's failed job back to pending, attempts from zero, logs kept; None if it is not failed."""
-    if not requeue_failed_jobs(account=account, job_ids=[job_id], requeue_at=requeue_at):
+    """Puts the account's failed job back to pending, attempts from zero, logs kept; None if it is not failed.
+    Raises the account's QuotaExceeded, with nothing written, when the job owes its unit and none is left."""
+    requeued = requeue_failed_jobs(account=account, job_ids=[job_id], requeue_at=requeue_at)
+    if requeued.quota_refusal is not None:
+        raise requeued.quota_refusal
+    if not requeued.jobs:
         return None
     return Job.objects.get(id=job_id)
 
 
-def requeue_failed_jobs(*, account: Account, job_ids: Sequence[UUID], requeue_at: datetime) -> list[tuple[UUID, int]]:
-    """Puts the account's failed jobs among ``job_ids`` back to pending, as `requeue_failed` does each one;
-    returns (id, priority) of those it moved. The others (not failed, not the account's) are left alone.
+@dataclass(frozen=True)
+class Requeued:
+    """What `requeue_failed_jobs` did: the jobs it put back, as (id, priority), and those it left failed because
+    the quota could not cover the units they owe, with the quota's refusal."""
 
-    Each live job leaves its day's failed count: it finishes again, and is counted then.
+    jobs: list[tuple[UUID, int]]
+    over_quota: int = 0
+    quota_refusal: QuotaExceeded | None = None
+
+
+def requeue_failed_jobs(*, account: Account, job_ids: Sequence[UUID], requeue_at: datetime) -> Requeued:
+    """Puts the account's failed jobs among ``job_ids`` back to pending, as `requeue_failed` does each one. The
+    others (not failed, not the account's) are left alone.
+
+    A job that counts against the quota and took no unit when it was stored (quota.owes_unit) takes it now, in the
+    same transaction: the units the jobs owe are taken all or none, and when the quota cannot cover them those jobs
+    stay failed (Requeued.over_quota). Each live job requeued leaves its day's failed count: it finishes again, and
+    is counted then.
     """
     failed = Job.objects.filter(id__in=job_ids, account=account, status=JobStatus.FAILED)
     with transaction.atomic():
         # Locked in one order, so two runs over the same jobs wait for each other instead of deadlocking.
-        rows = list(failed.select_for_update().order_by("id").values_list("id", "priority", "finished_at", "test"))
-        if not rows:
-            return []
-        # The claims count within an attempt (docs/job-states.md, "Columns"): they start again with the attempts.
-        requeued = NextState.requeued(requeue_at=requeue_at)
-        Job.objects.filter(id__in=[job_id for job_id, *_ in rows]).update(claims=0, **requeued.columns())
-        failed_on = Counter(utc_day(finished_at) for _, _, finished_at, test in rows if finished_at and not test)
-        for day, count in failed_on.items():
-            DailyTally.objects.filter(account=account, day=day).update(failed=F("failed") - count)
-    return [(job_id, priority) for job_id, priority, *_ in rows]
+        locked = failed.select_for_update().order_by("id").only(*REQUEUE_READS)
+        jobs = [_of_account(job, account) for job in locked]
+        owing = [job.id for job in jobs if owes_unit(job)]
+        refusal = _units_taken(account, owing)
+        if refusal is not None:
+            jobs = [job for job in jobs if job.id not in owing]
+        if jobs:
+            _requeue(account, jobs, requeue_at=requeue_at)
+        if owing and refusal is None:
+            Job.objects.filter(id__in=owing).update(quota_taken=True)
+    requeued = [(job.id, job.priority) for job in jobs]
+    return Requeued(requeued, over_quota=len(owing) if refusal else 0, quota_refusal=refusal)
+
+
+# What requeue_failed_jobs reads of each job: its task's priority, the day it failed on, whether it owes its unit.
+REQUEUE_READS = ("id", "account", "priority", "finished_at", "test", "type", "quota_taken")
+
+
+def _of_account(job: Job, account: Account) -> Job:
+    """``job``, a job of ``account``, given the account already loaded: the quota's rule reads its plan."""
+    job.account = account
+    return job
+
+
+def _units_taken(account: Account, owing: Sequence[UUID]) -> QuotaExceeded | None:
+    """Takes a unit of the account's quota for each job ``owing`` it, all or none; the quota's refusal when it
+    cannot, having taken nothing."""
+    if not owing:
+        return None
+    try:
+        usage_consume(account=account, units=len(owing))
+    except QuotaExceeded as refusal:
+        return refusal
+    return None
+
+
+def _requeue(account: Account, jobs: Sequence[Job], *, requeue_at: datetime) -> None:
+    # The claims count within an attempt (docs/job-states.md, "Columns"): they start again with the attempts.
+    requeued = NextState.requeued(requeue_at=requeue_at)
+    Job.objects.filter(id__in=[job.id for job in jobs]).update(claims=0, **requeued.columns())
+    failed_on = Counter(utc_day(job.finished_at) for job in jobs if job.finished_at and not job.test)
+    for day, count in failed_on.items():
+        DailyTally.objects.filter(account=account, day=day).update(failed=F("failed") - count)
 
 
 # Where a walk through jobs in creation order has got to: the last (created_at, id) it handled.

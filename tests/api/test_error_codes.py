@@ -126,6 +126,7 @@ def test_each_error_answer_in_the_openapi_document_lists_codes_of_its_status(db:
 
     assert listed["POST /api/v1/notifications/email 403"] >= {"quota_exceeded", "routing_requires_paid_plan"}
     assert listed["GET /api/v1/notifications/jobs/{job_id} 404"] == {"job_not_found"}
+    assert "quota_exceeded" in listed["POST /api/v1/user/jobs/{job_id}/retry 403"]
     assert listed["GET /api/v1/user/usage 401"] == {"authentication_required", "api_key_invalid"}
 
 

@@ -102,4 +102,7 @@ def test_each_mounts_document_has_the_mounts_ids_words_and_error_meanings(
         operation["description"] == f"{view.openapi.description_at(mount)}\n\nAPI keys of scope {scopes} may call it."
     )
     assert operation["responses"]["401"]["description"] == meanings[401].described()
-    assert operation["responses"]["403"]["description"] == SCOPE_REFUSED.added_to(meanings[403].described())
+    refused = meanings[403].described()
+    if addition := view.openapi.error_additions.get(403):
+        refused = addition.added_to(refused)
+    assert operation["responses"]["403"]["description"] == SCOPE_REFUSED.added_to(refused)

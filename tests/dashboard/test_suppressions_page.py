@@ -83,7 +83,7 @@ def test_the_page_says_what_the_list_does(holder: Holder) -> None:
 
     assert (
         "NotifyHub sends no email to the addresses on this list: an email to one is accepted, then fails at once, "
-        "without any provider call and without spending quota." in text
+        "without any provider call, and counts against your quota as any send does." in text
     )
     assert "removing an address lets it receive email again." in text
     assert "No address is suppressed yet." in text

@@ -183,7 +183,7 @@ def test_a_batch_is_one_request_against_the_rate_limit(free: Client) -> None:
     assert_error(free.post(WEBHOOK_BATCH, {"items": [_hook(0)]}), 429, "Rate limit exceeded", "rate_limited")
 
 
-def test_a_suppressed_address_in_a_batch_fails_on_arrival_in_its_slot_and_spends_nothing(
+def test_a_suppressed_address_in_a_batch_fails_on_arrival_in_its_slot_and_takes_its_unit(
     free: Client, broker_messages: Messages, django_capture_on_commit_callbacks: Any
 ) -> None:
     Suppression.objects.create(account=free.account, email="gone@example.com", reason="bounce")
@@ -197,7 +197,7 @@ def test_a_suppressed_address_in_a_batch_fails_on_arrival_in_its_slot_and_spends
     log = DeliveryLog.objects.get(job=failed)
     assert (failed.status, failed.attempts, failed.error_message) == ("failed", 1, log.error_message)
     assert log.error_message == Job.objects.get(id=single["jobId"]).error_message
-    assert _used(free) == 1
+    assert _used(free) == 3  # the batch's two items and the single send: a suppressed send takes its unit
     assert _dispatched(broker_messages) == [items[0]["jobId"]]
 
 

@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.plans import Plan
-from accounts.services import account_delete, provider_key_set
+from accounts.selectors import usage_get
+from accounts.services import account_delete, account_set_monthly_limit, provider_key_set, usage_consume
 from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobType
 from tests.conftest import Client
 from tests.factories import DeliveryLogFactory, FailedJobFactory, JobFactory
@@ -124,6 +125,31 @@ def test_a_paid_accounts_email_without_a_provider_key_is_skipped_and_counted(
         "Add a key to the account, then run this again.\n"
     )
     assert statuses(*skipped, webhook, sendable) == [JobStatus.FAILED] * 2 + [JobStatus.PENDING] * 2
+
+
+def test_jobs_that_never_took_their_unit_take_it_all_or_stay_failed_and_counted(
+    make_client: Callable[..., Client],
+) -> None:
+    client = make_client(Plan.FREE, monthly_limit=3)
+    usage_consume(account=client.account)
+    owing = [failed(client.account, type=JobType.EMAIL) for _ in range(3)]
+    Job.objects.filter(id__in=[job.id for job in owing]).update(quota_taken=False)
+    counted = failed(client.account)
+
+    output = retry()
+
+    assert output == (
+        "Re-queued 1 failed job(s).\n"
+        "Left 3 job(s) failed: they never took their quota unit, and their account's quota cannot cover them "
+        '(docs/rules.md, "Retry Job"). Raise the account\'s limit, or wait for its next billing cycle.\n'
+    )
+    assert statuses(*owing, counted) == [JobStatus.FAILED] * 3 + [JobStatus.PENDING]
+    assert usage_get(account=client.account).used == 1
+
+    account_set_monthly_limit(account=client.account, limit=4)
+    assert retry() == "Re-queued 3 failed job(s).\n"
+    assert statuses(*owing) == [JobStatus.PENDING] * 3
+    assert usage_get(account=client.account).used == 4
 
 
 def test_the_jobs_of_inactive_and_deleted_accounts_stay_failed(make_client: Callable[..., Client]) -> None:

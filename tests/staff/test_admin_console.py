@@ -11,7 +11,7 @@ from django.test import Client as DjangoClient
 
 from accounts.models import Account, UsagePeriod
 from accounts.selectors import current_period
-from accounts.services import account_delete, provider_key_set, signing_secret_generate
+from accounts.services import account_delete, provider_key_set, signing_secret_generate, usage_consume
 from core.crypto import encrypt
 from notifications.models import Job, JobStatus
 from tests.conftest import Client, ready_to_send
@@ -354,6 +354,22 @@ def test_the_retry_action_requeues_a_test_keys_failed_job_too(
 
     assert "1 job(s) re-queued" in page_text(done)
     assert Job.objects.get(id=failed.id).status == JobStatus.PENDING
+
+
+def test_the_retry_action_leaves_a_job_that_owes_its_unit_failed_when_the_quota_is_spent(
+    staff: DjangoClient, make_client: Callable[..., Client], django_capture_on_commit_callbacks: Any
+) -> None:
+    client = make_client(monthly_limit=1)
+    usage_consume(account=client.account)
+    owing = FailedJobFactory(account=client.account, quota_taken=False)
+
+    with django_capture_on_commit_callbacks(execute=False):
+        done = staff.post(JOBS, {"action": "retry", "_selected_action": [owing.id]}, follow=True)
+
+    text = page_text(done)
+    assert "0 job(s) re-queued; 0 not failed, left as they were." in text
+    assert f"{owing.id}: Monthly usage limit exceeded (1/1)." in text
+    assert Job.objects.get(id=owing.id).status == JobStatus.FAILED
 
 
 def test_a_view_only_staff_user_cannot_retry_jobs(

@@ -11,7 +11,7 @@ from core.progress import Progress
 from notifications.management.commands._batch_args import add_batch_size
 from notifications.models import JobType
 from notifications.selectors import failed_jobs
-from notifications.services import failed_jobs_retry
+from notifications.services import RetriedBatch, failed_jobs_retry
 
 
 class Command(BaseCommand):
@@ -37,23 +37,29 @@ class Command(BaseCommand):
     ) -> None:
         holder, created_since = _usable_account(account), _day_start(since)
         filters: dict[str, Any] = {"account": holder, "job_type": type, "created_since": created_since}
-        requeued = skipped = 0
+        done = RetriedBatch(requeued=0, skipped=0)
         try:
             with Progress(self.stderr, total=failed_jobs(**filters).count(), noun="jobs") as progress:
                 for batch in failed_jobs_retry(**filters, batch_size=batch_size):
-                    requeued, skipped = requeued + batch.requeued, skipped + batch.skipped
+                    done = done + batch
                     progress.advance(batch.handled)
         except KeyboardInterrupt:
-            self._report(requeued, skipped)
+            self._report(done)
             raise CommandError("Interrupted: run retryfailed again to re-queue the rest.", returncode=130) from None
-        self._report(requeued, skipped)
+        self._report(done)
 
-    def _report(self, requeued: int, skipped: int) -> None:
-        self.stdout.write(f"Re-queued {requeued:,} failed job(s).")
-        if skipped:
+    def _report(self, done: RetriedBatch) -> None:
+        self.stdout.write(f"Re-queued {done.requeued:,} failed job(s).")
+        if done.skipped:
             self.stdout.write(
-                f"Skipped {skipped:,} email job(s) of paid accounts without a provider key: they could only fail "
-                "again. Add a key to the account, then run this again."
+                f"Skipped {done.skipped:,} email job(s) of paid accounts without a provider key: they could only "
+                "fail again. Add a key to the account, then run this again."
+            )
+        if done.over_quota:
+            self.stdout.write(
+                f"Left {done.over_quota:,} job(s) failed: they never took their quota unit, and their account's "
+                'quota cannot cover them (docs/rules.md, "Retry Job"). Raise the account\'s limit, or wait for its '
+                "next billing cycle."
             )
 
 
