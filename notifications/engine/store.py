@@ -468,7 +468,7 @@ def requeue_failed_jobs(*, account: Account, job_ids: Sequence[UUID], requeue_at
     A job that counts against the quota and took no unit when it was stored (quota.owes_unit) takes it now, in the
     same transaction: the units the jobs owe are taken all or none, and when the quota cannot cover them those jobs
     stay failed (Requeued.over_quota). Each live job requeued leaves its day's failed count: it finishes again, and
-    is counted then.
+    is counted then. A retry sends now: a cancelled scheduled send's time is cleared with the rest of its state.
     """
     failed = Job.objects.filter(id__in=job_ids, account=account, status=JobStatus.FAILED)
     with transaction.atomic():
@@ -512,7 +512,7 @@ def _units_taken(account: Account, owing: Sequence[UUID]) -> QuotaExceeded | Non
 def _requeue(account: Account, jobs: Sequence[Job], *, requeue_at: datetime) -> None:
     # The claims count within an attempt (docs/job-states.md, "Columns"): they start again with the attempts.
     requeued = NextState.requeued(requeue_at=requeue_at)
-    Job.objects.filter(id__in=[job.id for job in jobs]).update(claims=0, **requeued.columns())
+    Job.objects.filter(id__in=[job.id for job in jobs]).update(claims=0, scheduled_for=None, **requeued.columns())
     failed_on = Counter(utc_day(job.finished_at) for job in jobs if job.finished_at and not job.test)
     for day, count in failed_on.items():
         DailyTally.objects.filter(account=account, day=day).update(failed=F("failed") - count)

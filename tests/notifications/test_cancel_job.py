@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -95,6 +96,23 @@ def test_a_cancelled_job_is_retried_and_delivered(free: Client, receiver: Receiv
     assert len(receiver.wait_for(1)) == 1
     tally = DailyTally.objects.get(account=free.account, day=utc_day(timezone.now()))
     assert (tally.completed, tally.failed) == (1, 0)  # the cancel's failure left the day when it was retried
+
+
+def test_a_cancelled_scheduled_send_is_retried_now_and_its_time_is_cleared(
+    free: Client, broker_messages: Callable[[], list[dict[str, Any]]], django_capture_on_commit_callbacks: Any
+) -> None:
+    send_at = timezone.now() + timedelta(hours=1)
+    job_id = free.send_webhook(sendAt=send_at.isoformat()).json()["data"]["jobId"]
+    assert free.get(f"{JOBS}/{job_id}").json()["data"]["scheduledFor"] is not None
+    assert free.post(f"{JOBS}/{job_id}/cancel").status_code == 200
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert free.post(f"{JOBS}/{job_id}/retry").status_code == 200
+
+    job = Job.objects.get(id=job_id)
+    assert (job.status, job.scheduled_for, job.locked_until) == (JobStatus.PENDING, None, None)
+    assert free.get(f"{JOBS}/{job_id}").json()["data"]["scheduledFor"] is None
+    assert broker_messages() == [{"task": "notifications.deliver_job", "args": [job_id], "priority": 5}]
 
 
 @pytest.mark.django_db(transaction=True)
