@@ -361,6 +361,25 @@ SPECTACULAR_SETTINGS = {
         "core.api.schema.wrap_responses_in_envelope",
         "core.api.schema.attach_response_links",
     ],
+    # Swagger UI shows the operations' groups in this order (an operation's tag is its path's first segment after
+    # /api/v1): what a client calls first, the account holder's next, the staff-only admin operations last.
+    "TAGS": [
+        {"name": "ping", "description": "Check that an API key works."},
+        {"name": "notifications", "description": "Send emails and webhooks, then follow, retry or cancel the jobs."},
+        {"name": "suppressions", "description": "The addresses NotifyHub sends no email to."},
+        {"name": "event-endpoints", "description": "Your URLs NotifyHub posts your jobs' and providers' events to."},
+        {
+            "name": "user",
+            "description": "The account holder's usage, audit log, figures, jobs and sending domain, with an API key "
+            "or the dashboard's session.",
+        },
+        {"name": "health", "description": "Whether the service and what it needs are up. No authentication."},
+        {"name": "info", "description": "About the service. No authentication."},
+        {
+            "name": "staff",
+            "description": "For NotifyHub's own staff, signed in to the admin: no API key may call these.",
+        },
+    ],
     # One name for a choice set used by fields of several names (`provider` and `fallback`).
     "ENUM_NAME_OVERRIDES": {
         "ProviderEnum": "providers.names.ProviderName.values",

@@ -178,6 +178,22 @@ def test_the_document_lists_exactly_the_api_operations(schema: dict[str, Any]) -
     assert listed == set(OPERATIONS)
 
 
+def test_swagger_groups_the_operations_by_tag_with_the_staff_ones_last(schema: dict[str, Any]) -> None:
+    tagged = {(path, method): op["tags"] for path, ops in schema["paths"].items() for method, op in ops.items()}
+    listed = [tag["name"] for tag in schema["tags"]]
+
+    # Swagger UI shows the groups in the order of the document's tags, then any tag not listed there.
+    assert {tag for tags in tagged.values() for tag in tags} == set(listed)
+    assert listed[0] == "ping"
+    assert listed[-1] == "staff"
+    assert all(tag.get("description") for tag in schema["tags"])
+    # The admin operations, which only staff may call, and only they.
+    staff = {operation: tags for operation, tags in tagged.items() if "staff" in tags}
+    assert staff == {operation: ["staff"] for operation, (security, _) in OPERATIONS.items() if security == STAFF}
+    assert staff
+    assert all(path.startswith("/api/v1/admin/") for path, _ in staff)
+
+
 @pytest.mark.parametrize(("path", "method"), list(OPERATIONS))
 def test_each_request_body_has_its_own_component(schema: dict[str, Any], path: str, method: str) -> None:
     operation = schema["paths"][path][method]
