@@ -82,6 +82,31 @@ def job_get(*, account: Account, job_id: str, test: bool = False) -> Job:
     return job
 
 
+@dataclass(frozen=True)
+class AttemptRound:
+    """The attempts a job made between two Retry Jobs: ``number`` 1 is the first round, 2 the first after a retry."""
+
+    number: int
+    logs: list[DeliveryLog]
+
+
+def attempt_rounds(job: Job) -> list[AttemptRound]:
+    """The job's delivery logs (as `job_get` gives them, in time order) by round.
+
+    Retry Job starts the attempts again at 0 and keeps the logs (docs/job-states.md, "Columns"), so a log whose
+    attempt is not past the one before it starts a round; a job with logs but no attempt yet was retried since the
+    last of them, and its round has none so far. None for a job that never made an attempt.
+    """
+    rounds: list[list[DeliveryLog]] = []
+    for log in job.delivery_logs.all():
+        if not rounds or log.attempt <= rounds[-1][-1].attempt:
+            rounds.append([])
+        rounds[-1].append(log)
+    if rounds and job.attempts == 0:
+        rounds.append([])
+    return [AttemptRound(number=number, logs=logs) for number, logs in enumerate(rounds, start=1)]
+
+
 def job_payload_for_owner(job: Job) -> dict[str, Any]:
     """The payload as the job's owner sent it: a webhook's secret header values decrypted back in place.
 

@@ -17,7 +17,7 @@ from dashboard.forms import JobFilterForm
 from dashboard.views.base import HolderView
 from dashboard.views.paging import page_query
 from notifications.models import JobStatus
-from notifications.selectors import job_get, job_page, owns_job
+from notifications.selectors import attempt_rounds, job_get, job_page, owns_job
 from notifications.services import CANCELLED_MESSAGE, REQUEUED_MESSAGE, job_cancel, job_retry
 
 JOBS_PER_PAGE = 25
@@ -57,6 +57,7 @@ class JobView(HolderView, TemplateView):
             **super().get_context_data(**kwargs),
             "job": job,
             "payload": json.dumps(job.payload, indent=2, ensure_ascii=False),
+            "rounds": attempt_rounds(job),
             "can_retry": job.status == JobStatus.FAILED,
             "can_cancel": job.status == JobStatus.PENDING,
         }

@@ -153,9 +153,10 @@ def test_retry_requeues_a_failed_job(page: Page, holder: Account) -> None:
 
     expect(page).to_have_url(re.compile(rf"/dashboard/jobs/{job.id}/$"))
     expect(job_field(page, "Status")).to_have_text("pending")
-    expect(job_field(page, "Attempts")).to_have_text("0 of 3")
+    expect(job_field(page, "Attempts")).to_have_text("0 of 3 in round 2")
     expect(page.get_by_role("button", name="Retry")).to_have_count(0)
     expect(attempts_table(page)).to_have_count(3)  # the logs stay
+    expect(page.get_by_role("rowheader")).to_have_text(["Round 1", "Round 2, after a retry: no attempt yet"])
     job.refresh_from_db()
     assert (job.status, job.attempts, job.error_message, job.completed_at) == (JobStatus.PENDING, 0, None, None)
 

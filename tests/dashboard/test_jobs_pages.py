@@ -13,11 +13,13 @@ from django.utils import timezone
 from accounts.models import Account
 from core.errors import JobNotCancellable, ProviderKeyRequired
 from dashboard.chart import scale_max
+from notifications.engine.processing import job_process
 from notifications.models import DailyTally, Job, JobStatus, JobType
 from notifications.services import CANCELLED_MESSAGE, NOT_RETRYABLE_MESSAGE, REQUEUED_MESSAGE
 from tests.conftest import Client
 from tests.dashboard.pages import page_html, page_text
 from tests.factories import DeliveryLogFactory, EmailEventFactory, FailedJobFactory, JobFactory
+from tests.fakes.receiver import Receiver
 
 Holder = tuple[Browser, Account]
 
@@ -274,6 +276,47 @@ def test_retry_requeues_a_failed_job_and_says_so(
     assert (job.status, job.attempts, job.error_message) == (JobStatus.PENDING, 0, None)
     assert [message["args"] for message in broker_messages()] == [[str(job.id)]]
     assert "Retry" not in page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retried_jobs_attempts_are_grouped_by_round(
+    holder: Holder, receiver: Receiver, delivery_settings: Any, broker_messages: Any
+) -> None:
+    browser, account = holder
+    first_tried = timezone.now() - timedelta(hours=1)
+    payload = {"url": receiver.url(), "method": "POST", "headers": {}, "payload": {"n": 1}}
+    job = FailedJobFactory(account=account, payload=payload)
+    for attempt in (1, 2, 3):
+        DeliveryLogFactory(job=job, attempt=attempt, created_at=first_tried + timedelta(minutes=attempt))
+    one_round = page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
+
+    browser.post(f"/dashboard/jobs/{job.id}/retry/")
+    retried = page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
+    assert [message["args"] for message in broker_messages()] == [[str(job.id)]]
+    job_process(job_id=job.id)
+    tried_again = browser.get(f"/dashboard/jobs/{job.id}/")
+
+    assert "Attempts 3 of 3 Created" in one_round
+    assert "Round" not in one_round
+    assert "Attempts 0 of 3 in round 2" in retried
+    assert "Round 2, after a retry: no attempt yet" in retried
+    assert len(receiver.wait_for(1)) == 1
+    assert Job.objects.get(id=job.id).status == JobStatus.COMPLETED
+    text = page_text(tried_again)
+    assert "Attempts 1 of 3 in round 2" in text
+    # Each round is a group of rows under its own heading: 1, 2, 3, then 1 again.
+    assert re.findall(r"Round \d[^:]*?(?= \d )|(?<= )\d (?=\d{4}-)", text) == [
+        "Round 1",
+        "1 ",
+        "2 ",
+        "3 ",
+        "Round 2, after a retry",
+        "1 ",
+    ]
+    assert '<tbody> <tr class="round"><th colspan="7" scope="rowgroup">Round 2, after a retry</th></tr>' in page_html(
+        tried_again
+    )
+    assert "no attempt yet" not in text
 
 
 def test_retry_of_a_job_that_is_not_failed_says_why(holder: Holder) -> None:
