@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.demo import DEMO_JOB_ID
 
@@ -97,3 +97,27 @@ def expect_no_sideways_scrolling(page: Page, width: int) -> None:
     assert scroll_width <= width, f"{page.url} is {scroll_width}px wide at {width}px: {past_the_edge}"
     for wrap in page.locator(".table-wrap").all():
         assert wrap.evaluate("element => element.scrollWidth <= element.clientWidth")
+
+
+def expect_whole_on_screen(element: Locator, width: int) -> None:
+    """``element`` is shown whole: inside the screen's ``width``, with nothing of it cut off or scrolled to."""
+    expect(element).to_be_visible()
+    box = element.bounding_box()
+    assert box is not None
+    left, right = box["x"], box["x"] + box["width"]
+    assert left >= 0, f"{element} starts {left}px left of the screen"
+    assert right <= width + 0.5, f"{element} ends at {right}px on a screen {width}px wide"
+    assert element.evaluate("element => element.scrollWidth <= element.clientWidth"), f"{element} overflows"
+
+
+def expect_table_layout(table: Locator, *, stacked: bool) -> None:
+    """A table.stacked is a table with its header row, or (on a phone) its rows are blocks of labelled values."""
+    cell_display = table.locator("td").first.evaluate("cell => getComputedStyle(cell).display")
+    if stacked:
+        assert cell_display == "block"
+        expect(table.locator("thead")).to_be_hidden()
+        label = table.locator("td").first.evaluate("cell => getComputedStyle(cell, '::before').content")
+        assert label == f'"{table.locator("td").first.get_attribute("data-label")}"'
+    else:
+        assert cell_display == "table-cell"
+        expect(table.locator("thead")).to_be_visible()

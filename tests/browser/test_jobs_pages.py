@@ -17,13 +17,21 @@ from accounts.plans import Plan
 from accounts.services import account_create
 from notifications.models import DailyTally, DeliveryStatus, Job, JobStatus, JobType
 from notifications.services import CANCELLED_MESSAGE
-from tests.browser.pages import PHONE_WIDTH, expect_no_sideways_scrolling
+from tests.browser.pages import (
+    PHONE_WIDTH,
+    expect_no_sideways_scrolling,
+    expect_table_layout,
+    expect_whole_on_screen,
+)
 from tests.browser.walk import expect_filters, filter_jobs, job_field, listed_jobs, open_job, retry_job
 from tests.factories import DeliveryLogFactory, FailedJobFactory, JobFactory
 
 pytestmark = pytest.mark.browser
 
 PER_PAGE = 25  # dashboard.views.jobs.JOBS_PER_PAGE, as the holder counts the rows
+# A provider's refusal as long as they come, and its answer with no space to break at.
+LONG_ERROR = "SendGrid answered 550: The email account that you tried to reach does not exist; check the address"
+LONG_ANSWER = '{"errors":[{"message":"' + "mailbox_unavailable_" * 6 + '","field":"personalizations.0.to"}]}'
 
 
 @pytest.fixture
@@ -262,3 +270,35 @@ def test_a_phone_shows_each_jobs_id_status_and_destination_without_scrolling_sid
     expect(row.locator(".status, td:nth-child(2)").first).to_contain_text("failed")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert table.evaluate("element => element.parentElement.scrollWidth <= element.parentElement.clientWidth")
+
+
+def test_a_retried_jobs_attempts_read_whole_on_a_phone_and_as_a_table_on_a_wide_screen(
+    page: Page, holder: Account
+) -> None:
+    job = FailedJobFactory(account=holder, type=JobType.EMAIL, attempts=1, error_message=LONG_ERROR)
+    first_tried = timezone.now() - timedelta(hours=1)
+    for attempt in (1, 2, 3, 1):  # three failed attempts, a Retry, and one more
+        first_tried += timedelta(minutes=1)
+        DeliveryLogFactory(
+            job=job,
+            attempt=attempt,
+            used_provider="SENDGRID",
+            response_status=550,
+            error_message=LONG_ERROR,
+            response_excerpt=LONG_ANSWER,
+            created_at=first_tried,
+        )
+    open_job(page, str(job.id))
+    table = page.locator("section").filter(has=page.get_by_role("heading", name="Delivery attempts")).locator("table")
+
+    for width, stacked in ((PHONE_WIDTH, True), (1280, False)):
+        page.set_viewport_size({"width": width, "height": 900})
+        expect_table_layout(table, stacked=stacked)
+        expect(page.get_by_role("rowheader")).to_have_text(["Round 1", "Round 2, after a retry"])
+        expect(attempts_table(page)).to_have_count(4)
+        for row in attempts_table(page).all():
+            expect_whole_on_screen(row.locator(".badge"), width)
+            expect(row.locator("td.error")).to_contain_text(LONG_ERROR)
+            expect_whole_on_screen(row.locator("td.error"), width)
+            expect_whole_on_screen(row.locator("td.error pre"), width)
+        expect_no_sideways_scrolling(page, width)
