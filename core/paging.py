@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 
-ModelT = TypeVar("ModelT", bound=Model)
+RowT = TypeVar("RowT")
 
 
-def page_rows(rows: QuerySet[ModelT, Any], *, page: int, limit: int) -> tuple[list[ModelT], int]:
+def page_rows(rows: QuerySet[Any, RowT], *, page: int, limit: int) -> tuple[list[RowT], int]:
     """Page ``page`` (from 1) of ``limit`` rows of the ordered ``rows``, and how many rows there are in all: two
     queries whatever the page size."""
     offset = (page - 1) * limit

@@ -7,7 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Min, Prefetch, Q, QuerySet
+from django.db.models import Case, Count, F, Min, OuterRef, Prefetch, Q, QuerySet, Subquery, Value, When, Window
+from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from accounts.models import Account
@@ -258,34 +259,76 @@ class DestinationState:
         return self.health is not None and self.health.consecutive_failures >= settings.ENDPOINT_FAILING_THRESHOLD
 
 
-def destination_states(*, account: Account, now: datetime) -> list[DestinationState]:
-    """Each host the account's webhooks went to in the last 24 hours, or that has a streak of failures now: failing
-    ones first, then by attempts, most first (the dashboard's endpoints page)."""
-    since = now - HEALTH_WINDOW
-    logs = DeliveryLog.objects.filter(
+def destination_states(*, account: Account, now: datetime, page: int, limit: int) -> tuple[list[DestinationState], int]:
+    """Page ``page`` of ``limit`` hosts the account's live webhooks went to in the last 24 hours, or that have a
+    streak of failures now, failing ones first, then by attempts, most first (the dashboard's endpoints page), and
+    how many there are: the same few queries however many hosts there are. A test job's attempts reached no host
+    (docs/rules.md, "Test mode"), so they count nowhere here."""
+    logs = _window_logs(account=account, since=now - HEALTH_WINDOW)
+    rows, total = page_rows(_destination_figures(account=account, logs=logs), page=page, limit=limit)
+    destinations = [row["destination"] for row in rows]
+    streaks = {
+        row.destination: row for row in DestinationHealth.objects.filter(account=account, destination__in=destinations)
+    }
+    medians = _medians_ms(logs, destinations)
+    states = [
+        DestinationState(
+            row["destination"],
+            row["attempts"],
+            row["succeeded"],
+            medians.get(row["destination"]),
+            streaks.get(row["destination"]),
+        )
+        for row in rows
+    ]
+    return states, total
+
+
+def _window_logs(*, account: Account, since: datetime) -> QuerySet[DeliveryLog]:
+    """The attempts of the account's live webhook jobs in the window."""
+    return DeliveryLog.objects.filter(
         job__account=account,
         job__type=JobType.WEBHOOK,
+        job__test=False,
         job__created_at__gte=since - HEALTH_ATTEMPTS_SPREAD,
         created_at__gte=since,
     )
-    counted = (
+
+
+def _destination_figures(*, account: Account, logs: QuerySet[DeliveryLog]) -> QuerySet[Any, dict[str, Any]]:
+    """One row per destination, in the page's order: the hosts attempted in the window with their counts, and the
+    hosts with a streak but no attempt in the window, at none."""
+    streak = DestinationHealth.objects.filter(account=account, destination=OuterRef("destination"))
+    attempted = (
         logs.order_by()
-        .values_list("job__destination")
-        .annotate(attempts=Count("id"), succeeded=Count("id", filter=Q(status=DeliveryStatus.SUCCESS)))
-    )
-    streaks = {row.destination: row for row in DestinationHealth.objects.filter(account=account)}
-    states = [
-        DestinationState(
-            destination, attempts, succeeded, _median_ms(logs, destination), streaks.pop(destination, None)
+        .values(destination=F("job__destination"))
+        .annotate(
+            attempts=Count("id"),
+            succeeded=Count("id", filter=Q(status=DeliveryStatus.SUCCESS)),
+            failures=Coalesce(Subquery(streak.values("consecutive_failures")[:1]), 0),
         )
-        for destination, attempts, succeeded in counted
-    ]
-    states += [DestinationState(row.destination, 0, 0, None, row) for row in streaks.values() if row.failing_since]
-    return sorted(states, key=lambda state: (not state.failing, -state.attempts, state.destination))
+    )
+    idle = (
+        DestinationHealth.objects.filter(account=account, failing_since__isnull=False)
+        .exclude(destination__in=logs.values("job__destination"))
+        .values("destination")
+        .annotate(attempts=Value(0), succeeded=Value(0), failures=F("consecutive_failures"))
+    )
+    failing = Case(When(failures__gte=settings.ENDPOINT_FAILING_THRESHOLD, then=1), default=0)
+    return (
+        attempted.annotate(failing=failing)
+        .union(idle.annotate(failing=failing), all=True)
+        .order_by("-failing", "-attempts", "destination")
+    )
 
 
-def _median_ms(logs: QuerySet[DeliveryLog], destination: str) -> int | None:
-    """The middle duration of the attempts at ``destination`` (the lower middle of an even count)."""
-    durations = logs.filter(job__destination=destination, duration_ms__isnull=False).order_by("duration_ms")
-    count = durations.count()
-    return durations.values_list("duration_ms", flat=True)[(count - 1) // 2] if count else None
+def _medians_ms(logs: QuerySet[DeliveryLog], destinations: list[str]) -> dict[str, int | None]:
+    """The middle duration of the attempts at each of ``destinations`` that has one (the lower middle of an even
+    count), in one query."""
+    destination = F("job__destination")
+    ranked = logs.filter(job__destination__in=destinations, duration_ms__isnull=False).annotate(
+        position=Window(RowNumber(), partition_by=destination, order_by=F("duration_ms").asc()),
+        timed=Window(Count("id"), partition_by=destination),
+    )
+    middle = ranked.filter(position=(F("timed") + 1) / 2)
+    return dict(middle.values_list("job__destination", "duration_ms"))

@@ -112,8 +112,9 @@ def test_the_endpoints_page_figures_count_the_last_day_per_destination(startup: 
     wait_for_job(send(startup, gone, "/hook"))
     fail_times(startup, gone, 5)
 
-    (state,) = destination_states(account=startup.account, now=timezone.now())
+    (state,), total = destination_states(account=startup.account, now=timezone.now(), page=1, limit=25)
 
+    assert total == 1
     assert (state.destination, state.attempts, state.succeeded, state.failing) == ("127.0.0.1", 6, 1, True)
     assert state.success_rate == pytest.approx(1 / 6)
     assert state.median_ms is not None
