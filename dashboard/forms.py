@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Iterator
 from typing import Any
 
 from django import forms
@@ -69,6 +71,14 @@ class PlatformPasswordResetForm(PasswordResetForm):
 
     email = forms.EmailField(label="Email", widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True}))
 
+    def get_users(self, email: str) -> Iterator[Any]:
+        """Django's (active users with a password), and a holder who has none yet: an account made by `manage.py
+        createaccount` without `--password`, whose address the operator gave as the holder's own, so the link goes
+        where the account's other mail goes (docs/dashboard.md, "Passwords"). Staff without a password stay out."""
+        yield from super().get_users(email)
+        holders = get_user_model().objects.filter(email__iexact=email, is_active=True, account__isnull=False)
+        yield from (user for user in holders if not user.has_usable_password() and _same_address(email, user.email))
+
     def send_mail(
         self,
         subject_template_name: str,
@@ -80,6 +90,12 @@ class PlatformPasswordResetForm(PasswordResetForm):
     ) -> None:
         subject = "".join(render_to_string(subject_template_name, context).splitlines())
         send_platform_email(to=to_email, subject=subject, html=render_to_string(email_template_name, context))
+
+
+def _same_address(typed: str, stored: str) -> bool:
+    """Equal in any letter case after Unicode normalisation, as Django's own reset form compares them: the
+    database's case-insensitive match alone may pair different addresses."""
+    return unicodedata.normalize("NFKC", typed).casefold() == unicodedata.normalize("NFKC", stored).casefold()
 
 
 class ConfirmPasswordForm(forms.Form):

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from io import StringIO
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core import mail
+from django.core.management import call_command
 from django.test import Client as Browser
 from django.utils import timezone
 
@@ -314,6 +317,39 @@ def test_password_reset_mails_a_link_that_sets_a_new_password(browser: Browser) 
         Browser().post("/login/", {"username": "ada@example.com", "password": "another passphrase 7"}).status_code
         == 302
     )
+
+
+def test_a_quick_start_account_without_a_password_is_mailed_a_link_that_sets_one(browser: Browser) -> None:
+    call_command("createaccount", "grace@example.com", "--plan", "startup", stdout=StringIO())
+    holder = get_user_model().objects.get(email="grace@example.com")
+    assert not holder.has_usable_password()
+
+    done = browser.post("/password-reset/", {"email": "Grace@Example.com"})
+    (message,) = mail.outbox
+    link = re.search(r"http://testserver(/password-reset/[^\"<]+)", message.alternatives[0][0])  # type: ignore[attr-defined]
+    assert link
+    form = browser.get(link.group(1), follow=True)
+    new = {"new_password1": "another passphrase 7", "new_password2": "another passphrase 7"}
+    changed = browser.post(form.redirect_chain[-1][0], new)
+    signed_in = Browser().post("/login/", {"username": "grace@example.com", "password": "another passphrase 7"})
+
+    assert done["Location"] == "/password-reset/sent/"
+    assert (message.to, message.subject) == (["grace@example.com"], "Reset your NotifyHub password")
+    assert "Choose a new password" in page_text(form)
+    assert changed["Location"] == "/password-reset/done/"
+    assert signed_in.status_code == 302
+    assert signed_in["Location"] == "/dashboard/"
+    # The link worked once.
+    assert "This link no longer works" in page_text(browser.get(link.group(1), follow=True))
+
+
+def test_staff_without_a_password_are_mailed_nothing(browser: Browser) -> None:
+    get_user_model().objects.create_user(username="ops@example.com", email="ops@example.com", is_staff=True)
+
+    response = browser.post("/password-reset/", {"email": "ops@example.com"})
+
+    assert response["Location"] == "/password-reset/sent/"
+    assert mail.outbox == []
 
 
 def test_password_reset_for_an_unknown_address_looks_the_same_and_sends_nothing(browser: Browser) -> None:
