@@ -18,6 +18,11 @@ def normalized_address(email: str) -> str:
     return email.lower()
 
 
+def may_be_listed(email: str) -> bool:
+    """Whether ``email`` could be on a list at all: no address with a NUL is, and PostgreSQL refuses to compare one."""
+    return "\0" not in email
+
+
 # Every email's send asks it, and through the ORM building the statement cost more than running it
 # (docs/departures.md).
 # Off the framework's road: docs/departures.md, "raw-sql-suppression-check".
@@ -65,6 +70,8 @@ def _suppressions_of(
     account: Account, *, email: str | None, containing: str | None, reason: str | None
 ) -> QuerySet[Suppression]:
     suppressions = Suppression.objects.filter(account=account)
+    if email is not None and not may_be_listed(email):
+        return suppressions.none()
     if email is not None:
         suppressions = suppressions.filter(email=normalized_address(email))
     if containing:

@@ -13,7 +13,7 @@ from accounts.services import audit_record
 from core.errors import AddressSuppressed, SuppressionNotFound
 from core.signals import AccountEvent, announce
 from suppressions.models import Suppression, SuppressionReason
-from suppressions.selectors import normalized_address
+from suppressions.selectors import may_be_listed, normalized_address
 from suppressions.serializers import SuppressionSerializer
 
 
@@ -38,6 +38,8 @@ def suppression_add(*, account: Account, email: str) -> Suppression:
 @transaction.atomic
 def suppression_remove(*, account: Account, email: str) -> None:
     """Takes ``email`` off the list, whatever put it there: the account may email it again."""
+    if not may_be_listed(email):
+        raise SuppressionNotFound()
     address = normalized_address(email)
     deleted, _ = Suppression.objects.filter(account=account, email=address).delete()
     if not deleted:

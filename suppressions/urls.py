@@ -6,5 +6,6 @@ from suppressions import views
 
 urlpatterns = [
     path("", views.SuppressionsView.as_view(), name="suppression-list"),
-    path("/<str:email>", views.SuppressionView.as_view(), name="suppression-detail"),
+    # The rest of the path whole: an address may hold a `/`, which arrives decoded from a client's `%2F`.
+    path("/<path:email>", views.SuppressionView.as_view(), name="suppression-detail"),
 ]

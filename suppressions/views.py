@@ -108,7 +108,8 @@ class SuppressionView(ApiKeyView):
         summary="Remove a suppressed address",
         description=(
             "Takes the address off the list, whatever added it: the account may email it again. A provider that "
-            "reported it may still refuse to send to it on its own list."
+            "reported it may still refuse to send to it on its own list. The address is the rest of the path, "
+            "whole: a `/` in it may be sent escaped (`%2F`) or not."
         ),
         responses={
             200: inline_serializer(

@@ -292,3 +292,16 @@ def test_removing_needs_the_csrf_token(startup: Client) -> None:
 
     assert browser.post("/dashboard/suppressions/remove/", {"email": "ada@example.com"}).status_code == 403
     assert stored(startup.account) == [("ada@example.com", "MANUAL")]
+
+
+def test_an_address_with_a_nul_is_not_found_on_the_question_or_the_removal(holder: Holder) -> None:
+    browser, account = holder
+    suppress(account, "ada@example.com")
+
+    question = browser.get("/dashboard/suppressions/remove/", {"email": "ada\0@example.com"}, follow=True)
+    answer = browser.post("/dashboard/suppressions/remove/", {"email": "ada@example.com\0"}, follow=True)
+
+    for response in (question, answer):
+        assert response.redirect_chain == [("/dashboard/suppressions/", 302)]
+        assert "Suppression not found" in page_text(response)
+    assert stored(account) == [("ada@example.com", "MANUAL")]

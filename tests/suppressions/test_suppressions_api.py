@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from django.utils import timezone
@@ -143,3 +144,26 @@ def test_the_list_needs_an_api_key(startup: Client) -> None:
     ):
         assert response.status_code == 401
         assert response.json()["error"] == "API key is missing"
+
+
+@pytest.mark.parametrize("address", ["ada\0@example.com", "\0", "ada@example.com\0"])
+def test_removing_an_address_with_a_nul_is_a_404_as_for_any_other_not_listed(startup: Client, address: str) -> None:
+    suppress(startup, "ada@example.com")
+
+    response = startup.delete(f"/api/v1/suppressions/{quote(address, safe='@')}")
+
+    assert response.status_code == 404
+    assert (response.json()["error"], response.json()["code"]) == ("Suppression not found", "suppression_not_found")
+    assert Suppression.objects.filter(account=startup.account).count() == 1
+
+
+@pytest.mark.parametrize("path", ["a%2Fb/c@example.com", "a/b/c@example.com", "A%2FB%2Fc@Example.com"])
+def test_an_address_with_a_slash_is_removed_whether_or_not_the_slash_is_escaped(startup: Client, path: str) -> None:
+    suppress(startup, "a/b/c@example.com")
+    suppress(startup, "c@example.com")
+
+    response = startup.delete(f"/api/v1/suppressions/{path}")
+
+    assert response.status_code == 200, response.json()
+    assert response.json()["data"]["email"] == "a/b/c@example.com"
+    assert list(Suppression.objects.values_list("email", flat=True)) == ["c@example.com"]
