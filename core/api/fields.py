@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator, validate_email
@@ -150,15 +151,18 @@ _NOT_SPACE = f"[^{WHITESPACE_CLASS}]"
 # A DNS label of ASCII letters, digits and inner hyphens, for the document's patterns.
 _LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _OCTET = "(0|25[0-5]|2[0-4][0-9]|1[0-9]?[0-9]?|[1-9][0-9]?)"
+# A port a connection can use, 1 to 65535, without leading zeros (_has_usable_port).
+_PORT = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
 # The URLs HttpsUrlField takes, as the OpenAPI document gives them: URLValidator's grammar for `https` in either
 # case, with hosts of ASCII labels and a letter-only top-level one, or IPv4 addresses. (The field also takes
-# IPv6 hosts and internationalised names, and refuses a host name past 253 characters, which the pattern does
-# not count.) No `format`: "uri" would refuse what the field takes, such as non-ASCII text in the path.
+# IPv6 hosts, internationalised names and a port written with leading zeros, and refuses a host name past 253
+# characters, which the pattern does not count.) No `format`: "uri" would refuse what the field takes, such as
+# non-ASCII text in the path.
 HTTPS_URL_PATTERN = whole_value(
     f"{_in_either_case('https')}://"
     f"([^{WHITESPACE_CLASS}:@/?#\\[\\]]+(:[^{WHITESPACE_CLASS}:@/?#\\[\\]]*)?@)?"  # user and password
     f"(({_LABEL}\\.)+([A-Za-z][A-Za-z-]{{0,61}}[A-Za-z]|[Xx][Nn]--[A-Za-z0-9]{{1,59}})\\.?|{_OCTET}(\\.{_OCTET}){{3}})"
-    "(:[0-9]{1,5})?"  # port
+    f"(:{_PORT})?"  # port
     f"([/?#]{_NOT_SPACE}*)?"  # path, query and fragment
 )
 
@@ -181,9 +185,21 @@ class HttpsUrlField(StrictField):
             self.validator(data)
         except DjangoValidationError:
             self.fail("invalid")
+        if not _has_usable_port(data):
+            self.fail("invalid")
         if self.refused is not None and self.refused(data):
             raise serializers.ValidationError(UrlNotPublic.message, code="invalid")
         return data
+
+
+def _has_usable_port(url: str) -> bool:
+    """Whether the port ``url`` names, if any, is one a connection can use (1 to 65535): URLValidator takes any five
+    digits."""
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        return False
+    return port != 0
 
 
 class OneOfField(StrictField):

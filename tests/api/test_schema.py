@@ -330,7 +330,17 @@ def test_a_url_in_the_document_is_one_the_field_takes(url: str) -> None:
     assert accepts(HttpsUrlField(), url)
 
 
-@pytest.mark.parametrize("url", ["http://hooks.example.com/in", "https://0.a", "https://hooks.example.com/a b"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://hooks.example.com/in",
+        "https://0.a",
+        "https://hooks.example.com/a b",
+        "https://hooks.example.com:0/in",
+        "https://hooks.example.com:65536/in",
+        "https://hooks.example.com:99999/in",
+    ],
+)
 def test_the_document_refuses_urls_the_field_refuses(url: str) -> None:
     assert not documented({"pattern": HTTPS_URL_PATTERN}, url)
     assert not accepts(HttpsUrlField(), url)

@@ -68,6 +68,8 @@ def test_credentials_in_the_url_are_kept_encrypted_and_shown_masked(free: Client
         ({"events": ["job.failed"]}, "url must be a valid HTTPS URL"),
         ({"url": "http://hooks.example.com/", "events": ["job.failed"]}, "url must be a valid HTTPS URL"),
         ({"url": 42, "events": ["job.failed"]}, "url must be a valid HTTPS URL"),
+        ({"url": "https://hooks.example.com:99999/", "events": ["job.failed"]}, "url must be a valid HTTPS URL"),
+        ({"url": "https://hooks.example.com:0/", "events": ["job.failed"]}, "url must be a valid HTTPS URL"),
         (
             {"url": "https://127.0.0.1/in", "events": ["job.failed"]},
             "url must not point to a local or private network address",

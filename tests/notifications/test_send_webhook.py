@@ -58,6 +58,12 @@ def test_priority_is_stored_and_passed_to_the_broker(
         ({"url": "https://"}, "url must be a valid HTTPS URL"),
         ({"url": "not a url"}, "url must be a valid HTTPS URL"),
         ({"url": 42}, "url must be a valid HTTPS URL"),
+        # A port no connection can use.
+        ({"url": "https://hooks.example.com:99999/in"}, "url must be a valid HTTPS URL"),
+        ({"url": "https://hooks.example.com:65536/in"}, "url must be a valid HTTPS URL"),
+        ({"url": "https://hooks.example.com:0/in"}, "url must be a valid HTTPS URL"),
+        ({"url": "https://hooks.example.com:abc/in"}, "url must be a valid HTTPS URL"),
+        ({"url": "https://[2001:db8::1]:70000/in"}, "url must be a valid HTTPS URL"),
         ({"payload": None}, "payload is required"),
         ({"payload": [1, 2]}, "payload must be an object"),
         ({"payload": "text"}, "payload must be an object"),
