@@ -122,7 +122,7 @@ class SendAtField(ZonedDateTimeField):
 
 
 SEND_AT_TEXT = (
-    "`sendAt` (an ISO 8601 date-time with its zone, at most 30 days ahead) schedules the job: it stays `pending`, "
+    "`sendAt` (an RFC 3339 date-time with its zone, at most 30 days ahead) schedules the job: it stays `pending`, "
     "shown with `scheduledFor`, until then, and can be cancelled until it goes out. A time already past sends at once."
 )
 

@@ -314,20 +314,25 @@ def is_domain_name(name: str) -> bool:
     return DOMAIN_NAME.fullmatch(ascii_name) is not None
 
 
+# RFC 3339's date-time (section 5.6), all of it: datetime.fromisoformat also reads ISO 8601's other forms (basic,
+# week and ordinal dates, a space for the T, times without seconds, offsets without a colon), which it does not.
+RFC_3339_DATE_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
 # The seconds of a time of day given as 60: RFC 3339's leap second.
 LEAP_SECOND = re.compile(r"(T\d{2}:\d{2}):60")
 
 
 @extend_schema_field({"type": "string", "format": "date-time"})
 class ZonedDateTimeField(StrictField):
-    """An ISO 8601 date-time with its zone (``Z`` or an offset): a time without one would be a guess. Every RFC 3339
-    date-time (the OpenAPI ``date-time`` format) is one: its ``t`` and ``z`` may be in lower case, and a leap second
-    (``:60``) is read as the second before it, which Python's datetime cannot hold."""
+    """An RFC 3339 date-time (the OpenAPI ``date-time`` format), so always with its zone (``Z`` or an offset): a time
+    without one would be a guess. Its ``t`` and ``z`` may be in lower case, and a leap second (``:60``) is read as the
+    second before it, which Python's datetime cannot hold. ISO 8601's other forms are refused."""
 
     invalid_message = "{name} must be an ISO 8601 date-time"
 
     def to_internal_value(self, data: Any) -> datetime:
-        if not isinstance(data, str):
+        if not isinstance(data, str) or not RFC_3339_DATE_TIME.fullmatch(data):
             self.fail("invalid")
         try:
             moment = datetime.fromisoformat(LEAP_SECOND.sub(r"\1:59", data.upper()))

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.utils import timezone
+from rest_framework.exceptions import ValidationError
 
 from accounts.models import Account
 from core.api.envelope import iso_utc
@@ -19,7 +20,7 @@ from notifications.engine.processing import job_claim, jobs_dispatch
 from notifications.engine.store import bring_forward_unqueued, take_due_for_requeue
 from notifications.models import Job, JobStatus
 from tests.api.test_envelope import assert_error
-from tests.conftest import Client, locked_elsewhere, wait_for_job
+from tests.conftest import WEBHOOK, Client, locked_elsewhere, wait_for_job
 from tests.fakes.receiver import Receiver
 
 JOBS = "/api/v1/notifications/jobs"
@@ -124,10 +125,53 @@ def test_a_send_at_past_30_days_is_400(free: Client) -> None:
         ("2030-01-02t03:04:05z", datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)),  # RFC 3339 allows lower case
         ("2030-06-30T23:59:60Z", datetime(2030, 6, 30, 23, 59, 59, tzinfo=UTC)),  # a leap second
         ("2030-01-02T03:04:05.123456789+00:00", datetime(2030, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)),
+        ("2030-01-02T03:04:05.5z", datetime(2030, 1, 2, 3, 4, 5, 500000, tzinfo=UTC)),
+        ("2030-01-02T03:04:05-00:00", datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)),  # the offset RFC 3339 leaves unknown
+        ("2030-01-02T08:34:05+05:30", datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)),
     ],
 )
 def test_every_rfc_3339_date_time_is_read(written: str, read: datetime) -> None:
     assert ZonedDateTimeField().to_internal_value(written) == read
+
+
+# ISO 8601 forms that RFC 3339 (the document's `date-time`) does not allow, each refused as no date-time.
+NOT_RFC_3339 = [
+    "20301128T100000Z",  # the basic format
+    "2030-W48-5T10:00:00Z",  # a week date
+    "2030-332T10:00:00Z",  # an ordinal date
+    "2030-11-28 10:00:00Z",  # a space for the T
+    "2030-11-28T10:00:00.Z",  # a fraction without digits
+    "2030-11-28T10:00:00,5Z",  # a comma before the fraction
+    "2030-11-28T10:00Z",  # no seconds
+    "2030-11-28T10Z",  # the hour alone
+    "2030-11-28T10:00:00+0100",  # an offset without its colon
+    "2030-11-28T10:00:00+01",  # an offset of hours alone
+    "2030-11-28T10:00:00",  # no zone, as ever
+    "2030-11-28",  # a date alone
+    "2030-11-28T10:00:0\u0662Z",  # a digit, but not an ASCII one
+]
+
+
+@pytest.mark.parametrize("written", NOT_RFC_3339)
+def test_a_date_time_rfc_3339_does_not_allow_is_refused(written: str) -> None:
+    field = ZonedDateTimeField()
+    field.bind("sendAt", None)
+
+    with pytest.raises(ValidationError) as refusal:
+        field.to_internal_value(written)
+
+    assert refusal.value.detail == ["sendAt must be an ISO 8601 date-time"]
+
+
+def test_a_send_at_rfc_3339_does_not_allow_is_a_400_for_a_single_send_and_a_batch_item(free: Client) -> None:
+    in_a_day = _in(24 * 3600).astimezone(UTC)
+    written = in_a_day.strftime("%G-W%V-%uT%H:%M:%SZ")  # a week date, a day ahead
+
+    assert_error(free.send_webhook(sendAt=written), 400, "sendAt must be an ISO 8601 date-time")
+    batch = free.post("/api/v1/notifications/webhook/batch", {"items": [{**WEBHOOK, "sendAt": written}]})
+    assert batch.status_code == 202, batch.json()
+    assert batch.json()["data"]["items"][0]["error"] == "sendAt must be an ISO 8601 date-time"
+    assert not Job.objects.exists()
 
 
 def test_an_offset_is_kept_as_the_same_instant(free: Client) -> None:
