@@ -111,7 +111,8 @@ def attempt_rounds(job: Job) -> list[AttemptRound]:
 def job_payload_for_owner(job: Job) -> dict[str, Any]:
     """The payload as the job's owner sent it: a webhook's secret header values decrypted back in place.
 
-    Only for the owner's own reads (Get Job Status); the stored payload has them masked.
+    Only for the owner's own reads (Get Job Status, by the holder's session or a key that may send); the stored
+    payload has them masked.
     """
     if not job.secret_headers:
         return job.payload
@@ -119,8 +120,8 @@ def job_payload_for_owner(job: Job) -> dict[str, Any]:
 
 
 def job_payload_for_staff(job: Job) -> dict[str, Any]:
-    """The payload for staff's eyes: every secret header's value masked, a job stored before they were kept apart
-    included (docs/rules.md, "Webhooks")."""
+    """The payload for staff's eyes, and a read key's: every secret header's value masked, a job stored before they
+    were kept apart included (docs/rules.md, "Webhooks")."""
     headers = job.payload.get("headers")
     if not headers:
         return job.payload

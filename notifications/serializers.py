@@ -11,7 +11,7 @@ from core.api.envelope import iso_utc
 from core.api.fields import IsoDateTimeField, OneOfField
 from core.api.pages import PaginationSerializer
 from notifications.models import Job, JobStatus, JobType, Priority
-from notifications.selectors import job_payload_for_owner
+from notifications.selectors import job_payload_for_owner, job_payload_for_staff
 from providers.names import EmailEventType, ProviderName
 
 # The values the job fields take, for the OpenAPI document's enums.
@@ -92,10 +92,17 @@ class JobSlimSerializer(serializers.Serializer):
         return shown
 
 
-# The payload as the owner sent it, a webhook's secret header values included; stored, they are masked.
+# The context's flag for a caller who sees a webhook's secret header values (docs/rules.md, "Webhooks").
+SECRET_HEADERS_SHOWN = "secret_headers_shown"
+
+
+# The payload as the owner sent it, a webhook's secret header values included, for a caller the context's
+# SECRET_HEADERS_SHOWN lets see them; for any other, with them masked as they are stored.
 class OwnerPayloadField(serializers.JSONField):
     def get_attribute(self, instance: Job) -> dict[str, Any]:
-        return job_payload_for_owner(instance)
+        if self.context.get(SECRET_HEADERS_SHOWN):
+            return job_payload_for_owner(instance)
+        return job_payload_for_staff(instance)
 
 
 class JobDetailSerializer(JobSlimSerializer):

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from accounts.access import CHANGES, READS, SENDS, AccountHolderView, ApiKeyView
 from accounts.authentication import request_account, request_in_test_mode
-from accounts.models import Account
+from accounts.models import Account, ApiKey
 from core.api.exceptions import ApiKeyInBothHeaders, ValidationFailed, error_status, first_message
 from core.api.fields import (
     EMAIL_SCHEMA,
@@ -71,6 +71,7 @@ from notifications.models import Job, JobStatus, JobType, Priority
 from notifications.secret_headers import SECRET_NAME_PARTS
 from notifications.selectors import JobFilters, daily_outcomes, job_get, job_list
 from notifications.serializers import (
+    SECRET_HEADERS_SHOWN,
     JobAcceptedSerializer,
     JobDetailSchema,
     JobDetailSerializer,
@@ -342,7 +343,8 @@ class SendWebhookView(SendView):
             "a 5xx answer, a network error or a timeout is retried, up to 3 attempts; a 4xx answer fails it "
             "at once. With a signing secret set, each delivery is signed.\n\n"
             f"A header whose name contains {SECRET_NAME_PARTS_TEXT}, in any case, carries a credential: it is "
-            "stored encrypted and shown to NotifyHub's staff as `***`; Get job status shows it to you as sent.\n\n"
+            "stored encrypted and shown to NotifyHub's staff and to `read` keys as `***`; Get job status shows it "
+            "as sent to the dashboard's session and to a key that may send.\n\n"
             f"{SEND_AT_TEXT}"
         ),
         request=InputSerializer,
@@ -509,7 +511,14 @@ class JobDetailView(MountedView):
 
     def get(self, request: Request, job_id: str) -> Response:
         job = job_get(account=request_account(request), job_id=job_id, test=request_in_test_mode(request))
-        return Response(JobDetailSerializer(job).data)
+        shown = {SECRET_HEADERS_SHOWN: sees_secret_headers(request)}
+        return Response(JobDetailSerializer(job, context=shown).data)
+
+
+def sees_secret_headers(request: Request) -> bool:
+    """Whether the caller sees a webhook's secret header values: the holder's session and a key that may send do; a
+    read key sees them masked (docs/rules.md, "Webhooks")."""
+    return not isinstance(request.auth, ApiKey) or request.auth.scope in SENDS
 
 
 # The longest DNS name.

@@ -12,7 +12,10 @@ from uuid import UUID
 import pytest
 from django.apps import apps
 from django.db import connection
+from django.test import Client as Browser
 
+from accounts.models import KeyScope
+from accounts.services import api_key_create
 from core import sql
 from core.crypto import decrypt
 from notifications.engine.processing import job_process
@@ -109,6 +112,32 @@ def test_the_owners_api_shows_the_headers_as_sent(free: Client, path: str) -> No
     assert response.status_code == 200
     headers = response.json()["data"]["payload"]["headers"]
     assert list(headers.items()) == list(HEADERS.items())
+
+
+@pytest.mark.parametrize("path", ["/api/v1/notifications/jobs/{}", "/api/v1/user/jobs/{}"])
+@pytest.mark.parametrize(("scope", "shown"), [(KeyScope.FULL, HEADERS), (KeyScope.READ, STORED_HEADERS)])
+def test_a_key_that_may_send_sees_the_values_and_a_read_key_sees_them_masked(
+    free: Client, path: str, scope: KeyScope, shown: dict[str, str]
+) -> None:
+    jobs = [send(free), str(old_job(free).id)]
+    key = api_key_create(account=free.account, name=f"{scope} key", scope=scope)
+
+    for job_id in jobs:
+        response = free.http.get(path.format(job_id), HTTP_X_API_KEY=key)
+
+        assert response.status_code == 200, response.json()
+        assert list(response.json()["data"]["payload"]["headers"].items()) == list(shown.items())
+
+
+def test_the_holders_session_sees_the_values(free: Client) -> None:
+    job_id = send(free)
+    browser = Browser()
+    browser.force_login(free.account.user)
+
+    response = browser.get(f"/api/v1/user/jobs/{job_id}")
+
+    assert response.status_code == 200, response.json()
+    assert list(response.json()["data"]["payload"]["headers"].items()) == list(HEADERS.items())
 
 
 def test_staff_see_the_secret_values_masked(free: Client) -> None:
