@@ -33,6 +33,7 @@ from core.api.fields import (
     text_schema,
 )
 from core.api.pages import Page, PageQuery, page_parameters
+from core.api.parsers import ListCap
 from core.api.schema import (
     BODY_REFUSALS,
     QUERY_REFUSED,
@@ -436,6 +437,11 @@ class SendBatchView(ApiKeyView):
     @property
     def max_body_bytes(self) -> int:
         return settings.API_MAX_BATCH_BODY_BYTES
+
+    @property
+    def list_cap(self) -> ListCap:
+        # Each item is a single send's body, and no longer than one may be (docs/rules.md, "Batches").
+        return ListCap(field="items", max_entries=BATCH_MAX_ITEMS, max_entry_chars=settings.API_MAX_BODY_BYTES)
 
     def post(self, request: Request) -> Response:
         items = request.data.get("items")

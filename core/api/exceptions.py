@@ -145,8 +145,8 @@ class PayloadTooLarge(ApiError):
     status = 413
     code = "payload_too_large"
 
-    def __init__(self, *, limit_bytes: int) -> None:
-        self.message = f"Request body must be at most {limit_bytes // 1024} KB"
+    def __init__(self, *, limit_bytes: int, subject: str = "Request body") -> None:
+        self.message = f"{subject} must be at most {limit_bytes // 1024} KB"
         super().__init__()
 
 

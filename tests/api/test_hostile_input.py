@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import json
+import time
+from typing import Any
+
 import pytest
 
+from core.api.parsers import JSONObjectParser
 from notifications.models import Job
+from notifications.views import SendWebhookBatchView
 from tests.api.test_envelope import assert_error
 from tests.conftest import Client
 
@@ -123,3 +130,115 @@ def test_a_401_names_both_ways_to_send_the_key(free: Client, headers: dict[str, 
 
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Bearer realm="NotifyHub", ApiKey realm="NotifyHub", header="X-API-Key"'
+
+
+WEBHOOK_BATCH_PATH = "/api/v1/notifications/webhook/batch"
+ITEMS_MESSAGE = "items must hold 1 to 100 notifications"
+
+
+def empty_lists(count: int) -> str:
+    return ",".join(["[]"] * count)
+
+
+def timed_post(client: Client, path: str, body: str) -> tuple[Any, float]:
+    """The answer to ``body`` and its seconds, after a first request has loaded the views (not this one's cost)."""
+    post_raw(client, path, "{}")
+    started = time.perf_counter()
+    response = post_raw(client, path, body)
+    return response, time.perf_counter() - started
+
+
+@pytest.mark.parametrize(
+    ("template", "status", "message"),
+    [
+        ('{{"items": [{lists}]}}', 400, ITEMS_MESSAGE),
+        ("[{lists}]", 400, "Request body must be a JSON object"),
+    ],
+    ids=["items of empty lists", "a list"],
+)
+def test_a_batch_body_of_5_mib_of_empty_lists_is_refused_without_reading_it_all(
+    startup: Client, settings: Any, template: str, status: int, message: str
+) -> None:
+    count = (settings.API_MAX_BATCH_BODY_BYTES - 20) // 3  # 1.7 million lists: decoded whole, 4 s and 140 MB
+    body = template.format(lists=empty_lists(count))
+
+    response, seconds = timed_post(startup, WEBHOOK_BATCH_PATH, body)
+
+    assert_error(response, status, message)
+    assert seconds < 1  # about 0.05 s; 4 s and more before
+    assert not Job.objects.exists()
+
+
+def test_a_batch_item_longer_than_a_single_sends_body_is_a_413_before_it_is_read_whole(
+    startup: Client, settings: Any
+) -> None:
+    settings.API_MAX_BODY_BYTES = 64 * 1024
+    item = f'{{"url": "https://hooks.example.com/in", "payload": {{"a": [{empty_lists(400_000)}]}}}}'
+
+    response, seconds = timed_post(startup, WEBHOOK_BATCH_PATH, f'{{"items": [{item}]}}')
+
+    assert_error(response, 413, "Each item must be at most 64 KB")
+    assert seconds < 1  # about 0.05 s; 4 s and more before
+    assert not Job.objects.exists()
+
+
+def test_a_batch_field_longer_than_a_single_sends_body_is_a_413(startup: Client, settings: Any) -> None:
+    settings.API_MAX_BODY_BYTES = 64 * 1024
+    body = (
+        f'{{"note": [{empty_lists(100_000)}], "items": [{{"url": "https://hooks.example.com/in", "payload": {{}}}}]}}'
+    )
+
+    assert_error(post_raw(startup, WEBHOOK_BATCH_PATH, body), 413, "Each field must be at most 64 KB")
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"items": [{"url": "https://hooks.example.com/in", "payload": {"a": x}}, ' + " " * 600_000 + "{}]}",
+        '{"items": [{}, {}] trailing',
+        '{"items": [{},]}',
+        '{"items": [{} {}]}',
+        '{"items" [{}]}',
+        '{"items": [{}], }',
+        "{items: [{}]}",
+        '{"items": [{"x": NaN}]}',
+    ],
+    ids=[
+        "an invalid item before a long tail",
+        "trailing text",
+        "a trailing comma",
+        "no comma",
+        "no colon",
+        "a comma before the end",
+        "a bare name",
+        "NaN",
+    ],
+)
+def test_a_batch_body_that_is_not_json_is_a_400_as_any_body_is(startup: Client, settings: Any, body: str) -> None:
+    settings.API_MAX_BODY_BYTES = 1024  # the body, longer, is read an item at a time
+
+    assert_error(post_raw(startup, WEBHOOK_BATCH_PATH, body + " " * 2000), 400, "Request body must be valid JSON")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        ' \n{ "items" : [ {"url": "https://a.example.com/", "payload": {"t": "[{,]}\\"", "n": [1, 2.5, true, null]}} ,'
+        ' {} ] , "x\\u0041": {"k": [1]} }\r\n',
+        '{"it\\u0065ms": [{}]}',
+        '{"items": []}',
+        "{}",
+        '{"items": {"a": [1]}}',
+        '{"items": 5, "more": "text"}',
+        '{"items": [{}], "items": [{}, {}]}',
+        '{"items": [' + ", ".join(["{}"] * 100) + "]}",
+    ],
+)
+def test_a_batch_body_within_its_caps_is_read_as_any_body_is(settings: Any, body: str) -> None:
+    settings.API_MAX_BODY_BYTES = 100  # the body, longer, is read an item at a time
+    padded = body + " " * 200
+
+    read = JSONObjectParser().parse(io.BytesIO(padded.encode()), parser_context={"view": SendWebhookBatchView()})
+
+    assert read == json.loads(body)
