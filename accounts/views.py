@@ -9,7 +9,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import ANY_KEY, READS, AccountHolderView, ApiKeyView
+from accounts.access import ANY_KEY, ANY_MODE, LIVE_ONLY, READS, AccountHolderView, ApiKeyView
 from accounts.authentication import request_account
 from accounts.plans import Plan
 from accounts.selectors import audit_list, usage_get
@@ -22,6 +22,7 @@ from core.api.schema import QUERY_REFUSED, SESSION_ERROR_DESCRIPTIONS, error_res
 
 class PingView(ApiKeyView):
     key_scopes = {"GET": ANY_KEY}
+    key_modes = {"GET": ANY_MODE}
 
     @extend_schema(
         summary="Check an API key",
@@ -39,6 +40,7 @@ class PingView(ApiKeyView):
 
 class UsageView(AccountHolderView):
     key_scopes = {"GET": READS}
+    key_modes = {"GET": LIVE_ONLY}
 
     @extend_schema(
         summary="This billing period's usage (dashboard session or API key)",
@@ -75,6 +77,7 @@ class UsageView(AccountHolderView):
 
 class AuditView(AccountHolderView):
     key_scopes = {"GET": READS}
+    key_modes = {"GET": LIVE_ONLY}
 
     @extend_schema(
         summary="Your account's audit log, newest first (dashboard session or API key)",

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import CHANGES, READS, AccountHolderView
+from accounts.access import CHANGES, LIVE_ONLY, READS, AccountHolderView
 from accounts.authentication import request_account
 from core.api.fields import DomainNameField, IsoDateTimeField
 from core.api.schema import (
@@ -85,6 +85,7 @@ def domain_data(domain: SenderDomain) -> dict[str, Any]:
 
 class DomainRequestView(AccountHolderView):
     key_scopes = {"POST": CHANGES}
+    key_modes = {"POST": LIVE_ONLY}
 
     @extend_schema_serializer(component_name="DomainRequest")
     class InputSerializer(RequestSerializer):
@@ -146,6 +147,7 @@ class DomainRequestView(AccountHolderView):
 
 class DomainView(AccountHolderView):
     key_scopes = {"GET": READS, "DELETE": CHANGES}
+    key_modes = {"GET": LIVE_ONLY, "DELETE": LIVE_ONLY}
 
     @extend_schema(
         summary="Your sending domain, its DNS records and status",
@@ -181,6 +183,7 @@ class DomainStatusView(DomainView):
 
 class DomainVerifyView(AccountHolderView):
     key_scopes = {"POST": CHANGES}
+    key_modes = {"POST": LIVE_ONLY}
 
     @extend_schema(
         summary="Ask every provider to verify the DNS records",

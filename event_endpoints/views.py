@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import CHANGES, READS, ApiKeyView
+from accounts.access import CHANGES, LIVE_ONLY, READS, ApiKeyView
 from accounts.authentication import request_account
 from core.api.pages import Page, PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
@@ -29,6 +29,7 @@ NOT_FOUND = ErrorAnswer("No endpoint of this id in the account.", EventEndpointN
 
 class EventEndpointsView(ApiKeyView):
     key_scopes = {"GET": READS, "POST": CHANGES}
+    key_modes = {"GET": LIVE_ONLY, "POST": LIVE_ONLY}
 
     @extend_schema(
         summary="List event endpoints",
@@ -80,6 +81,7 @@ class EventEndpointsView(ApiKeyView):
 
 class EventEndpointView(ApiKeyView):
     key_scopes = {"DELETE": CHANGES}
+    key_modes = {"DELETE": LIVE_ONLY}
 
     @extend_schema(
         summary="Delete an event endpoint",
@@ -100,6 +102,7 @@ class EventEndpointView(ApiKeyView):
 
 class EventDeliveriesView(ApiKeyView):
     key_scopes = {"GET": READS}
+    key_modes = {"GET": LIVE_ONLY}
 
     @extend_schema(
         summary="List an event endpoint's deliveries, newest first",

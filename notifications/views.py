@@ -16,7 +16,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import CHANGES, READS, SENDS, AccountHolderView, ApiKeyView
+from accounts.access import ANY_MODE, CHANGES, LIVE_ONLY, READS, SENDS, AccountHolderView, ApiKeyView
 from accounts.authentication import request_account, request_in_test_mode
 from accounts.models import Account, ApiKey
 from core.api.exceptions import ApiKeyInBothHeaders, ValidationFailed, error_status, first_message
@@ -219,6 +219,7 @@ class SendView(ApiKeyView):
     """Validate the body, create the job, answer 202 with its id."""
 
     key_scopes = {"POST": SENDS}
+    key_modes = {"POST": ANY_MODE}
 
     InputSerializer: type[serializers.Serializer]
 
@@ -431,6 +432,7 @@ class SendBatchView(ApiKeyView):
     """Check each item as its single send would, store the accepted ones together, answer each in its slot."""
 
     key_scopes = {"POST": SENDS}
+    key_modes = {"POST": ANY_MODE}
 
     send: type[SendView]
 
@@ -501,6 +503,7 @@ class JobDetailView(MountedView):
     """One of the caller's jobs in full; another account's job is 404 like a missing one."""
 
     key_scopes = {"GET": READS}
+    key_modes = {"GET": ANY_MODE}
 
     openapi = OperationText(
         operation=JOB_STATUS,
@@ -556,6 +559,7 @@ JOB_LIST_PARAMETERS = (
 
 class JobListView(MountedView):
     key_scopes = {"GET": READS}
+    key_modes = {"GET": ANY_MODE}
     openapi = OperationText(
         operation=JOB_LIST,
         summary={API_CLIENT: "List jobs, newest first", ACCOUNT_HOLDER: "List your jobs, newest first"},
@@ -605,6 +609,7 @@ JOB_CANCELLED = _job_moved("JobCancelled")
 
 class JobRetryView(MountedView):
     key_scopes = {"POST": CHANGES}
+    key_modes = {"POST": ANY_MODE}
     openapi = OperationText(
         operation=JOB_RETRY,
         summary={API_CLIENT: "Re-queue a failed job", ACCOUNT_HOLDER: "Re-queue one of your failed jobs"},
@@ -642,6 +647,7 @@ class JobRetryView(MountedView):
 
 class JobCancelView(MountedView):
     key_scopes = {"POST": SENDS}
+    key_modes = {"POST": ANY_MODE}
     openapi = OperationText(
         operation=JOB_CANCEL,
         summary={API_CLIENT: "Cancel a pending job", ACCOUNT_HOLDER: "Cancel one of your pending jobs"},
@@ -673,6 +679,7 @@ DASHBOARD_PERIODS = [7, 30, 90]
 
 class DashboardStatsView(AccountHolderView):
     key_scopes = {"GET": READS}
+    key_modes = {"GET": LIVE_ONLY}
 
     class QuerySerializer(RequestSerializer):
         days = PositiveIntegerParamField(required=False)

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.access import CHANGES, READS, ApiKeyView
+from accounts.access import CHANGES, LIVE_ONLY, READS, ApiKeyView
 from accounts.authentication import request_account
 from core.api.fields import EMAIL_SCHEMA, EmailAddressField, OneOfField
 from core.api.pages import Page, PageQuery, page_parameters
@@ -29,6 +29,7 @@ class SuppressionListQuery(PageQuery):
 
 class SuppressionsView(ApiKeyView):
     key_scopes = {"GET": READS, "POST": CHANGES}
+    key_modes = {"GET": LIVE_ONLY, "POST": LIVE_ONLY}
 
     @extend_schema_serializer(component_name="SuppressionRequest")
     class InputSerializer(RequestSerializer):
@@ -103,6 +104,7 @@ class SuppressionsView(ApiKeyView):
 
 class SuppressionView(ApiKeyView):
     key_scopes = {"DELETE": CHANGES}
+    key_modes = {"DELETE": LIVE_ONLY}
 
     @extend_schema(
         summary="Remove a suppressed address",

@@ -88,6 +88,14 @@ class ApiKeyScopeRefused(ApiError):
     message = "This API key's scope does not allow this request"
 
 
+class ApiKeyModeRefused(ApiError):
+    """A test key on an operation that reads or changes live data (docs/rules.md, "Test mode")."""
+
+    status = 403
+    code = "test_key_refused"
+    message = "Test keys cannot read or change live data; use a live key"
+
+
 class AuthenticationRequired(ApiError):
     """An account holder's endpoint called with neither a session nor an API key."""
 

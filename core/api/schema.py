@@ -26,6 +26,7 @@ from core.api.exceptions import (
     ApiKeyInBothHeaders,
     ApiKeyInvalid,
     ApiKeyMissing,
+    ApiKeyModeRefused,
     ApiKeyScopeRefused,
     AuthenticationRequired,
     CsrfFailed,
@@ -319,11 +320,18 @@ class OperationText:
 
 SCOPES_EXTENSION = "x-api-key-scopes"
 SCOPE_REFUSED = ErrorAnswer("Or the API key's scope does not allow this operation.", ApiKeyScopeRefused)
+MODES_EXTENSION = "x-api-key-modes"
+# The modes of a method the view's ``key_modes`` does not name: live keys alone, as accounts/access.py decides.
+LIVE_MODE_ONLY = frozenset({"live"})
+TEST_KEY_REFUSED = ErrorAnswer(
+    "Or the API key is a test key, and this operation reads or changes live data.", ApiKeyModeRefused
+)
 
 
 class ApiSchema(AutoSchema):
-    """Every operation: AutoSchema's, with the scopes of API key that may call it (the view's ``key_scopes``), as
-    ``x-api-key-scopes`` and a line of its description. An operation no key may call has neither."""
+    """Every operation: AutoSchema's, with the scopes and the modes of API key that may call it (the view's
+    ``key_scopes`` and ``key_modes``), as ``x-api-key-scopes`` and ``x-api-key-modes`` and a line of its
+    description. An operation no key may call has none of them."""
 
     def get_operation(
         self, path: str, path_regex: str, path_prefix: str, method: str, registry: ComponentRegistry
@@ -333,12 +341,17 @@ class ApiSchema(AutoSchema):
         if operation is None or not scopes:
             return operation
         names = sorted(str(scope) for scope in scopes)
+        modes = sorted(str(mode) for mode in getattr(self.view, "key_modes", {}).get(self.method, LIVE_MODE_ONLY))
         operation[SCOPES_EXTENSION] = names
+        operation[MODES_EXTENSION] = modes
         listed = " or ".join(f"`{name}`" for name in names)
+        test_keys = "Test keys may call it too." if "test" in modes else "Test keys may not: it touches live data."
         description = operation.get("description", "")
-        operation["description"] = f"{description}\n\nAPI keys of scope {listed} may call it.".strip()
+        operation["description"] = f"{description}\n\nAPI keys of scope {listed} may call it. {test_keys}".strip()
         if refused := operation.get("responses", {}).get("403"):
             refused["description"] = SCOPE_REFUSED.added_to(refused["description"])
+            if "test" not in modes:
+                refused["description"] = TEST_KEY_REFUSED.added_to(refused["description"])
         return operation
 
 

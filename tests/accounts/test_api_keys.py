@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -58,8 +58,8 @@ def key_operations() -> list[tuple[str, str, list[str]]]:
     ]
 
 
-def call(path: str, method: str, api_key: str) -> Any:
-    url = re.sub(r"\{(\w+)\}", lambda name: PATH_VALUES[name.group(1)], path)
+def call(path: str, method: str, api_key: str, values: Mapping[str, str] = PATH_VALUES) -> Any:
+    url = re.sub(r"\{(\w+)\}", lambda name: values[name.group(1)], path)
     return getattr(APIClient(), method)(url, {} if method == "post" else None, format="json", HTTP_X_API_KEY=api_key)
 
 

@@ -21,7 +21,7 @@ from django.core.exceptions import PermissionDenied
 from django.test import Client as HttpClient
 
 import notifyhub.urls
-from accounts.models import UsagePeriod
+from accounts.models import KeyMode, UsagePeriod
 from accounts.plans import Plan
 from accounts.selectors import current_period
 from accounts.services import (
@@ -210,6 +210,12 @@ def read_key_sending(request: pytest.FixtureRequest) -> Any:
     read_key = api_key_create(account=client(request).account, name="reports", scope="read")
     body = {"url": "https://hooks.example.com/in", "payload": {}}
     return APIClient().post(WEBHOOK, body, format="json", HTTP_X_API_KEY=read_key)
+
+
+@answers("test_key_refused", 403, "Test keys cannot read or change live data; use a live key")
+def usage_read_with_a_test_key(request: pytest.FixtureRequest) -> Any:
+    test_key = api_key_create(account=client(request).account, name="Laptop", mode=KeyMode.TEST)
+    return APIClient().get(USAGE, HTTP_X_API_KEY=test_key)
 
 
 @answers("account_missing", 403, "This user has no NotifyHub account")

@@ -96,11 +96,13 @@ def test_each_mounts_document_has_the_mounts_ids_words_and_error_meanings(
 
     assert [operation_id for operation_id in ids if not operation_id.startswith(f"{mount.operation_prefix}_")] == []
     assert operation["summary"] == view.openapi.summary_at(mount)
-    # Then the scopes of key that may call it (docs/rules.md, "API keys and scopes").
+    # Then the scopes of key that may call it (docs/rules.md, "API keys and scopes"), and that a test key may, as
+    # the job operations serve a test key its own jobs (docs/rules.md, "Test mode").
     scopes = " or ".join(f"`{scope}`" for scope in sorted(view.key_scopes[method.upper()]))
-    assert (
-        operation["description"] == f"{view.openapi.description_at(mount)}\n\nAPI keys of scope {scopes} may call it."
+    assert operation["description"] == (
+        f"{view.openapi.description_at(mount)}\n\nAPI keys of scope {scopes} may call it. Test keys may call it too."
     )
+    assert operation["x-api-key-modes"] == ["live", "test"]
     assert operation["responses"]["401"]["description"] == meanings[401].described()
     refused = meanings[403].described()
     if addition := view.openapi.error_additions.get(403):
