@@ -207,6 +207,8 @@ class AuditEntry(models.Model):
     target = models.CharField(max_length=AUDIT_TARGET_MAX_LENGTH, blank=True)
     # The client's address; none for a change made outside a request (an operator's).
     ip = models.GenericIPAddressField(null=True, blank=True)
+    # The API key the holder made the change with; none for the dashboard's session, staff and the operator.
+    api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -217,3 +219,9 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor}"
+
+    @property
+    def api_key_label(self) -> str:
+        """The API key the change was made with, as the dashboard and the admin name it: ``API key “CI” (test)``;
+        empty when there was none."""
+        return f"API key “{self.api_key.name}” ({self.api_key.mode})" if self.api_key else ""

@@ -136,5 +136,5 @@ def active_api_key(*, account: Account) -> ApiKey | None:
 
 def audit_list(*, account: Account, page: int, limit: int) -> tuple[list[AuditEntry], int]:
     """One page of the account's audit log, newest first, and how many entries it has (docs/rules.md, "Audit log")."""
-    entries = AuditEntry.objects.filter(account=account).order_by("-created_at", "-id")
+    entries = AuditEntry.objects.filter(account=account).select_related("api_key").order_by("-created_at", "-id")
     return page_rows(entries, page=page, limit=limit)

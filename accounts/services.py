@@ -97,11 +97,13 @@ def confirmed_account_required(account: Account, *, refusal: type[EmailUnconfirm
 
 
 def audit_record(*, account: Account, action: AuditAction, target: str = "") -> AuditEntry:
-    """Records one change to the account, made by whoever is acting now (core/actor.py), in the caller's
-    transaction: a change rolled back leaves no entry. ``target`` names what changed, never a secret
+    """Records one change to the account, made by whoever is acting now (core/actor.py) and with which API key, in
+    the caller's transaction: a change rolled back leaves no entry. ``target`` names what changed, never a secret
     (docs/rules.md, "Audit log")."""
     actor = current_actor()
-    return AuditEntry.objects.create(account=account, action=action, actor=actor.name, target=target, ip=actor.ip)
+    return AuditEntry.objects.create(
+        account=account, action=action, actor=actor.name, target=target, ip=actor.ip, api_key_id=actor.api_key_id
+    )
 
 
 @transaction.atomic

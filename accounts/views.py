@@ -84,10 +84,11 @@ class AuditView(AccountHolderView):
         description=(
             "A page of the changes made to the account, newest first: what changed (`action`), who changed it "
             "(`actor`: `holder` for the account holder, through the dashboard or an API key; `staff:<username>` for "
-            "NotifyHub's staff; `operator` for an operator's command), what it changed (`target`: a key's name, a "
-            "provider, a domain, an endpoint's URL, an address, a plan or a limit; empty for the signing secret and "
-            "the account itself), the client's address (`ip`, null for an operator's change) and when. An entry "
-            "never holds a key, a secret, a token or a password."
+            "NotifyHub's staff; `operator` for an operator's command), the API key it was made with (`apiKey`: its "
+            "`name` and `mode`; null for the dashboard, staff and operators), what it changed (`target`: a key's "
+            "name, a provider, a domain, an endpoint's origin, an address, a plan or a limit; empty for the signing "
+            "secret and the account itself), the client's address (`ip`, null for an operator's change) and when. An "
+            "entry never holds a key, a secret, a token or a password."
         ),
         parameters=[*page_parameters("Entries")],
         responses={

@@ -2,10 +2,10 @@
 
 Each request's middleware says so for the request's time: staff (``staff:<username>``) on the admin site and the
 admin endpoints, the account holder (``holder``) everywhere else, the dashboard and API keys alike, with the
-client's address. A change made outside any request, by a manage.py command or in the Django shell, is the
-operator's, with no address. The value lives in a context variable (one per thread and per asyncio task), so
-concurrent requests never mix, and it is worked out only when a change asks for it: a request that changes
-nothing pays for setting it and no more.
+client's address and, when an API key authenticated the request, which key. A change made outside any request, by
+a manage.py command or in the Django shell, is the operator's, with no address. The value lives in a context
+variable (one per thread and per asyncio task), so concurrent requests never mix, and it is worked out only when a
+change asks for it: a request that changes nothing pays for setting it and no more.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ class Actor:
     name: str
     # The client's address; None outside a request.
     ip: str | None
+    # The id of the API key the holder acted with; None for the dashboard's session, staff and the operator.
+    api_key_id: int | None = None
 
 
 OPERATING = Actor(name=OPERATOR, ip=None)
@@ -62,13 +64,15 @@ def acting_as(name: str, ip: str | None = None) -> Iterator[Actor]:
 
 def request_actor(request: HttpRequest) -> Actor:
     """The request's actor. On staff's paths the admin or the endpoint has signed the user in by the time a change
-    asks; the lean chain sets no user (core/handlers.py), and the admin endpoints refuse an API key."""
+    asks; the lean chain sets no user (core/handlers.py), and the admin endpoints refuse an API key. Elsewhere the
+    API key, when one authenticated the request, is on ``request.auth`` by then (DRF puts it there, and nothing
+    else does)."""
     address = client_address(request)
     ip = address if is_address(address) else None
     user = getattr(request, "user", None)
     if user is not None and request.path_info.startswith(STAFF_PATHS):
         return Actor(name=staff(user.get_username()), ip=ip)
-    return Actor(name=HOLDER, ip=ip)
+    return Actor(name=HOLDER, ip=ip, api_key_id=getattr(getattr(request, "auth", None), "pk", None))
 
 
 class ActorMiddleware:

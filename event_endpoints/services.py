@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -23,7 +23,7 @@ from core.errors import EventEndpointLimit
 from core.signals import AccountEvent
 from event_endpoints.models import ENDPOINTS_PER_ACCOUNT, Event, EventDelivery, EventEndpoint
 from event_endpoints.queue import UNFINISHED, event_deliveries_enqueue
-from notifications.delivery.http import split_credentials
+from notifications.delivery.http import MASK, split_credentials, webhook_origin
 
 
 def events_emit(*, account_id: int, emitted: Sequence[AccountEvent]) -> list[EventDelivery]:
@@ -91,9 +91,11 @@ def endpoint_delete(endpoint: EventEndpoint) -> None:
 
 
 def _audit_target(endpoint: EventEndpoint) -> str:
-    """The endpoint's URL as the audit log names it: its stored form (credentials masked) without the query or the
-    fragment, where a receiver's token often rides (docs/rules.md, "Audit log": never a secret)."""
-    return urlunsplit(urlsplit(endpoint.url)._replace(query="", fragment=""))
+    """The endpoint's URL as the audit log names it: its origin, as endpoint health names a destination, and its path
+    masked whole, as are its query and fragment, where a receiver's token rides (``/services/T0/B0/<token>``), and
+    its credentials (docs/rules.md, "Audit log": never a secret)."""
+    origin = webhook_origin(endpoint.url)
+    return origin if urlsplit(endpoint.url).path in {"", "/"} else f"{origin}/{MASK}"
 
 
 def _lock_endpoints_of(account: Account) -> None:

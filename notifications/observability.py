@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from datetime import datetime
-from urllib.parse import urlsplit
 
 from django.db import DatabaseError
 from django.utils import timezone
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from notifications.delivery.http import webhook_origin
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.models import DeliveryStatus, Job, JobStatus, JobType
 from notifications.selectors import queue_state
@@ -87,13 +87,6 @@ def _log_attempt(
         "error": outcome.error_message,
     }
     logger.info("%s job %s attempt %s: %s in %.1fms", job.type, job.id, attempt, result, duration_ms, extra=fields)
-
-
-def webhook_origin(url: str) -> str:
-    """``scheme://host[:port]`` alone: the stored URL has its credentials masked already, but a path or a
-    query may carry a secret of its own (chat services put their webhook tokens in the path)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 class QueueCollector:

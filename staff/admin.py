@@ -122,7 +122,7 @@ class NewestAuditEntries(BaseInlineFormSet):
 
     def get_queryset(self) -> QuerySet[AuditEntry]:
         if not hasattr(self, "_newest"):
-            self._newest = super().get_queryset()[:AUDIT_ENTRIES_SHOWN]
+            self._newest = super().get_queryset().select_related("api_key")[:AUDIT_ENTRIES_SHOWN]
         return self._newest
 
 
@@ -131,9 +131,13 @@ class AuditEntryInline(ReadOnlyInline):
 
     model = AuditEntry
     formset = NewestAuditEntries
-    fields = readonly_fields = ("created_at", "action", "actor", "target", "ip")
+    fields = readonly_fields = ("created_at", "action", "actor", "target", "ip", "api_key_used")
     ordering = ("-created_at", "-id")
     verbose_name_plural = f"audit log (the newest {AUDIT_ENTRIES_SHOWN})"
+
+    @admin.display(description="API key")
+    def api_key_used(self, entry: AuditEntry) -> str:
+        return entry.api_key_label or "—"
 
 
 def account_rows_link(account: Account, changelist: str, label: str) -> str:

@@ -223,3 +223,10 @@ def with_credentials(masked_url: str, credentials: str) -> str:
     parts = urlsplit(masked_url)
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{credentials}@{host}"))
+
+
+def webhook_origin(url: str) -> str:
+    """``scheme://host[:port]`` alone: the stored URL has its credentials masked already, but a path or a
+    query may carry a secret of its own (chat services put their webhook tokens in the path)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"

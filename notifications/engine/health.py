@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from core.api.envelope import iso_utc
 from core.signals import AccountEvent, announce
+from notifications.delivery.http import webhook_origin
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.engine.queue import LAST_STEP, task_publish
 from notifications.models import DestinationHealth, Job
-from notifications.observability import webhook_origin
 
 logger = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from accounts.plans import Plan
 from accounts.services import (
     account_delete,
     api_key_create,
+    api_key_revoke,
     provider_key_set,
     signing_secret_generate,
 )
@@ -29,7 +30,7 @@ from core.actor import OPERATING, Actor, acting_as, current_actor
 from core.api.envelope import iso_utc
 from event_endpoints.services import endpoint_create
 from suppressions.models import Suppression, SuppressionReason
-from suppressions.services import Reported, suppressions_record
+from suppressions.services import Reported, suppression_add, suppressions_record
 from tests.accounts.test_api_keys import SCOPE_REFUSED
 from tests.accounts.test_commands import run
 from tests.api.test_envelope import assert_error
@@ -187,17 +188,45 @@ def test_the_signing_secret_and_event_credentials_set_on_the_webhooks_page_never
     ]
 
 
-def test_an_event_endpoint_is_named_by_its_url_without_its_credentials_or_query(holder: Client) -> None:
+def test_an_event_endpoint_is_named_by_its_origin_without_its_credentials_path_or_query(holder: Client) -> None:
     url = "https://ci:hunter2@hooks.example.com/events?token=s3cr3t#part"
     created = holder.post("/api/v1/event-endpoints", {"url": url, "events": ["job.failed"]})
     deleted = holder.delete(f"/api/v1/event-endpoints/{created.json()['data']['id']}")
 
     assert (created.status_code, deleted.status_code) == (201, 200)
-    masked = "https://***@hooks.example.com/events"
+    masked = "https://hooks.example.com/***"
     assert log_of(holder.account) == [
         by_holder("event_endpoint.created", masked),
         by_holder("event_endpoint.deleted", masked),
     ]
+
+
+def test_a_token_in_an_event_endpoints_path_is_in_no_entry(holder: Client, staff: DjangoClient) -> None:
+    token = "XyZ0SECRET9token"
+    urls = [
+        f"https://hooks.slack.com/services/T0/B0/{token}",
+        f"https://hooks.example.com:8443/{token}",
+        "https://hooks.example.com",
+    ]
+    made = [holder.post("/api/v1/event-endpoints", {"url": url, "events": ["job.failed"]}) for url in urls]
+    slack, port, bare = (answer.json()["data"]["id"] for answer in made)
+    holder.delete(f"/api/v1/event-endpoints/{slack}")
+    assert dashboard(holder.account).post("/dashboard/events/delete/", {"id": port}).status_code == 302
+    chosen = {"action": "delete_selected", "_selected_action": [bare], "post": "yes"}
+    assert staff.post("/admin/event_endpoints/eventendpoint/", chosen).status_code == 302
+
+    entries = list(AuditEntry.objects.filter(account=holder.account).order_by("created_at", "id").values())
+    assert [entry["target"] for entry in entries] == [
+        "https://hooks.slack.com/***",
+        "https://hooks.example.com:8443/***",
+        "https://hooks.example.com",
+        "https://hooks.slack.com/***",
+        "https://hooks.example.com:8443/***",
+        "https://hooks.example.com",
+    ]
+    assert [entry for entry in entries if token in str(entry)] == []
+    assert token not in json.dumps(holder.get(AUDIT).json())
+    assert token not in dashboard(holder.account).get("/dashboard/audit/").content.decode()
 
 
 def test_addresses_suppressed_by_hand_are_recorded_and_those_providers_report_are_not(holder: Client) -> None:
@@ -290,8 +319,51 @@ def test_staff_removing_an_address_or_an_endpoint_in_the_admin_is_staffs(staff: 
     assert not Suppression.objects.filter(account=holder.account).exists()
     assert log_of(holder.account) == [
         by_staff("suppression.removed", "ada@example.com"),
-        by_staff("event_endpoint.deleted", "https://hooks.example.com/events"),
+        by_staff("event_endpoint.deleted", "https://hooks.example.com/***"),
     ]
+
+
+# --- with which API key -------------------------------------------------------------------------
+
+
+def test_an_entry_names_the_api_key_it_was_made_with_and_none_for_a_session_staff_or_an_operator(
+    holder: Client, staff: DjangoClient
+) -> None:
+    ci = api_key_create(account=holder.account, name="CI", scope="full")
+    forget_log(holder.account)
+
+    by_key = APIClient(REMOTE_ADDR=HOLDER_IP).post(
+        "/api/v1/suppressions", {"email": "ada@example.com"}, format="json", HTTP_X_API_KEY=ci
+    )
+    dashboard(holder.account).post("/dashboard/suppressions/", {"email": "bob@example.com"})
+    act(staff, "change_plan", holder.account, apply="1", plan="indie")
+    suppression_add(account=holder.account, email="cy@example.com")
+
+    assert by_key.status_code == 201
+    entries = AuditEntry.objects.filter(account=holder.account).order_by("created_at", "id")
+    assert list(entries.values_list("actor", "target", "api_key__name", "api_key__mode")) == [
+        ("holder", "ada@example.com", "CI", "live"),
+        ("holder", "bob@example.com", None, None),
+        (STAFF, "indie", None, None),
+        ("operator", "cy@example.com", None, None),
+    ]
+    answered = holder.get(AUDIT).json()["data"]["data"]
+    assert [entry["apiKey"] for entry in answered] == [None, None, None, {"name": "CI", "mode": "live"}]
+    on_the_dashboard = page_text(dashboard(holder.account).get("/dashboard/audit/"))
+    assert "ada@example.com holder API key “CI” (live) 203.0.113.7" in on_the_dashboard
+    assert "bob@example.com holder 203.0.113.7" in on_the_dashboard
+    in_the_admin = page_text(staff.get(f"/admin/accounts/account/{holder.account.pk}/change/"))
+    assert f"Suppression added holder ada@example.com {HOLDER_IP} API key “CI” (live)" in in_the_admin
+
+
+def test_a_revoked_keys_entries_still_name_it(holder: Client) -> None:
+    ci = api_key_create(account=holder.account, name="CI")
+    holder.http.post("/api/v1/suppressions", {"email": "ada@example.com"}, format="json", HTTP_X_API_KEY=ci)
+
+    api_key_revoke(account=holder.account, name="CI")
+
+    (added,) = [entry for entry in holder.get(AUDIT).json()["data"]["data"] if entry["action"] == "suppression.added"]
+    assert added["apiKey"] == {"name": "CI", "mode": "live"}
 
 
 # --- an operator --------------------------------------------------------------------------------
@@ -343,7 +415,7 @@ def test_an_operators_commands_are_the_operators_without_an_address() -> None:
         by_operator("tracking_credential.set", "SENDGRID"),
         by_operator("suppression.added", "ada@example.com"),
         by_operator("suppression.removed", "ada@example.com"),
-        by_operator("event_endpoint.deleted", "https://hooks.example.com/events"),
+        by_operator("event_endpoint.deleted", "https://hooks.example.com/***"),
         by_operator("account.deleted"),
     ]
 
@@ -390,6 +462,7 @@ def as_answered(entry: AuditEntry) -> dict[str, Any]:
         "actor": entry.actor,
         "target": entry.target,
         "ip": entry.ip,
+        "apiKey": {"name": entry.api_key.name, "mode": entry.api_key.mode} if entry.api_key else None,
         "createdAt": iso_utc(entry.created_at),
     }
 

@@ -128,6 +128,8 @@ def _differences(hint: Any, schema: dict[str, Any], where: str, document: dict[s
     if origin in (Union, types.UnionType):
         kinds = [kind for kind in get_args(hint) if kind is not type(None)]
         if len(kinds) == 1:
+            if dataclasses.is_dataclass(kinds[0]):  # an object or null: one of the object and null
+                (schema,) = [option for option in schema.get("oneOf", [schema]) if option.get("type") != "null"]
             return _differences(kinds[0], schema, where, document)
         pairs = zip(kinds, schema["oneOf"], strict=True)
         return [problem for kind, option in pairs for problem in _differences(kind, option, where, document)]

@@ -18,6 +18,7 @@ from ._errors import (
 )
 from ._models import (
     AcceptedJob,
+    AuditApiKey,
     AuditEntry,
     BatchResult,
     DashboardStats,
@@ -58,6 +59,7 @@ __all__ = [
     "APITimeoutError",
     "AcceptedJob",
     "AsyncNotifyHub",
+    "AuditApiKey",
     "AuditEntry",
     "AuthenticationError",
     "BatchResult",

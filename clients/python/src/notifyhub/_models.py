@@ -248,14 +248,23 @@ class DashboardStats:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AuditApiKey:
+    """The API key a change was made with: its name, and its ``mode`` (``live`` or ``test``)."""
+
+    name: str
+    mode: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class AuditEntry:
-    """One change to the account's settings: what (``action``), who, to what, from where (docs/rules.md, "Audit
-    log")."""
+    """One change to the account's settings: what (``action``), who, with which API key (None for the dashboard,
+    staff or an operator), to what, from where (docs/rules.md, "Audit log")."""
 
     action: str
     actor: str
     target: str
     ip: str | None
+    api_key: AuditApiKey | None
     created_at: datetime
 
 
