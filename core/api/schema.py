@@ -143,7 +143,8 @@ def error_responses(
 
 _API_KEY_DESCRIPTION = (
     "An API key: `nh_` and 64 lowercase hexadecimal characters. Send it in one header only. A test key's sends run "
-    "every check and complete without sending anything or spending quota; only test keys see their jobs."
+    "every check and complete without sending anything or spending quota; only test keys see their jobs. A test key "
+    "calls only the operations whose `x-api-key-modes` holds `test`: none that reads or changes live data."
 )
 API_KEY_SCHEMES: dict[str, dict[str, Any]] = {
     "ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": _API_KEY_DESCRIPTION},
