@@ -146,7 +146,8 @@ class ApiKeyCreateForm(forms.Form):
         required=False,
         empty_value=KeyMode.LIVE,
         help_text="A test key's sends run every check and complete, but nothing is sent and no quota is spent; only "
-        "test keys see its jobs, and this dashboard shows live ones.",
+        "test keys see its jobs, and this dashboard shows live ones. A test key can neither read nor change live "
+        "data (suppressions, domain, event endpoints, usage, audit log).",
     )
 
 

@@ -443,6 +443,7 @@ def test_the_first_key_comes_named_default_and_is_shown_once(holder: tuple[Brows
     assert "You have no API key yet." in page_text(empty)
     assert 'name="name" value="Default"' in page_html(empty)
     assert "Generate API key" in page_text(empty)
+    assert "A test key can neither read nor change live data" in page_text(empty)
     assert '<a href="/dashboard/api-key/">Create your API key</a>' in page_html(browser.get("/dashboard/"))
 
     response = create_key(browser, "Default")
