@@ -5,13 +5,16 @@ from dataclasses import replace
 from datetime import date
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.plans import Plan, PlanLimits, limits_for
 from providers.names import ProviderName
+
+# The most requests a minute per key an account may be given: a rate limit still, and within the column.
+MAX_RATE_LIMIT = 1_000_000
 
 
 def today() -> date:
@@ -27,6 +30,11 @@ class Account(models.Model):
     plan_started_on = models.DateField(default=today)
     # Set by staff for one account: replaces the plan's monthly quota (docs/rules.md, "Limits").
     monthly_limit = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    # Set by staff or an operator for one account: requests a minute per key in place of the plan's rate limit
+    # (docs/rules.md, "Limits"). Read with the key, in its one lookup (accounts.selectors.ACCOUNT_FIELDS).
+    rate_limit = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(MAX_RATE_LIMIT)]
+    )
     is_active = models.BooleanField(default=True)
     # Set when the holder follows the sign-up email's link; until then no API key can be made.
     # Accounts made by operators (manage.py createaccount) start confirmed.
@@ -43,11 +51,16 @@ class Account(models.Model):
 
     @property
     def limits(self) -> PlanLimits:
-        """The plan's limits, with the account's own monthly limit in place of the plan's quota when staff set one."""
+        """The plan's limits, with the account's own monthly limit and rate limit in place of the plan's quota and
+        rate where staff set them."""
         plan_limits = limits_for(self.plan)
-        if self.monthly_limit is None:
+        if self.monthly_limit is None and self.rate_limit is None:
             return plan_limits
-        return replace(plan_limits, monthly_quota=self.monthly_limit)
+        return replace(
+            plan_limits,
+            monthly_quota=plan_limits.monthly_quota if self.monthly_limit is None else self.monthly_limit,
+            requests_per_minute=plan_limits.requests_per_minute if self.rate_limit is None else self.rate_limit,
+        )
 
     @property
     def is_confirmed(self) -> bool:
@@ -185,7 +198,8 @@ class AuditAction(models.TextChoices):
     SUPPRESSION_ADDED = "suppression.added", "Suppression added"
     SUPPRESSION_REMOVED = "suppression.removed", "Suppression removed"
     PLAN_CHANGED = "plan.changed", "Plan changed"
-    LIMIT_CHANGED = "limit.changed", "Monthly limit changed"
+    # The monthly limit or the rate limit: the target says which (docs/rules.md, "Audit log").
+    LIMIT_CHANGED = "limit.changed", "Limit changed"
     ACCOUNT_DELETED = "account.deleted", "Account deleted"
     ACCOUNT_RESTORED = "account.restored", "Account restored"
 

@@ -19,7 +19,7 @@ from providers.base import Credentials
 # query cost more than running it. Only the columns authentication, limits and quota read.
 # The key's account_id is the account's id, set when the account is assigned: read once, as a.id.
 KEY_FIELDS = ("id", "scope", "mode", "last_used_at")
-ACCOUNT_FIELDS = ("id", "user", "plan", "plan_started_on", "monthly_limit", "is_active", "deleted_at")
+ACCOUNT_FIELDS = ("id", "user", "plan", "plan_started_on", "monthly_limit", "rate_limit", "is_active", "deleted_at")
 # Off the framework's road: docs/departures.md, "raw-sql-key-lookup".
 API_KEY_LOOKUP_SQL = f"""
     SELECT {sql.columns(ApiKey, "k", fields=KEY_FIELDS)}, {sql.columns(Account, "a", fields=ACCOUNT_FIELDS)}

@@ -15,6 +15,7 @@ from accounts.models import (
     API_KEY_NAME_MAX_LENGTH,
     DEFAULT_KEY_NAME,
     MAX_ACTIVE_API_KEYS,
+    MAX_RATE_LIMIT,
     Account,
     ApiKey,
     AuditAction,
@@ -45,6 +46,7 @@ from core.errors import (
     ProviderKeyUnchecked,
     ProviderUnreachable,
     QuotaExceeded,
+    RateLimitInvalid,
 )
 from providers.base import CredentialRefused, Credentials, ProviderError
 from providers.names import ProviderName
@@ -216,6 +218,29 @@ def account_set_monthly_limit(*, account: Account, limit: int | None) -> Account
     account.monthly_limit = limit
     account.save(update_fields=["monthly_limit"])
     audit_record(account=account, action=AuditAction.LIMIT_CHANGED, target=PLAN_QUOTA if limit is None else str(limit))
+    return account
+
+
+RATE_LIMIT_MESSAGE = RateLimitInvalid.message
+# An audit entry's target when staff give an account back its plan's rate limit.
+PLAN_RATE = "plan's rate"
+
+
+def rate_limit_described(rate: int) -> str:
+    """A rate limit as the audit log and the commands say it, so it never reads as a monthly limit."""
+    return f"{rate:,} requests a minute"
+
+
+@transaction.atomic
+def account_set_rate_limit(*, account: Account, rate: int | None) -> Account:
+    """Gives each of the account's keys ``rate`` requests a minute in place of its plan's rate limit; None goes back
+    to the plan's. The next request of each key is counted against it (docs/rules.md, "Limits")."""
+    if rate is not None and not 1 <= rate <= MAX_RATE_LIMIT:
+        raise RateLimitInvalid()
+    account.rate_limit = rate
+    account.save(update_fields=["rate_limit"])
+    target = PLAN_RATE if rate is None else rate_limit_described(rate)
+    audit_record(account=account, action=AuditAction.LIMIT_CHANGED, target=target)
     return account
 
 

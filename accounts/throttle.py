@@ -43,7 +43,7 @@ _fallbacks = Counter(
 class FallbackLimiter:
     """The shared store's moving window, or this process's own while the store fails.
 
-    In memory a key gets its plan's limit in each process, not across them: looser, but still a limit.
+    In memory a key gets its account's limit in each process, not across them: looser, but still a limit.
     """
 
     def __init__(self, shared: MovingWindowRateLimiter) -> None:
@@ -117,7 +117,8 @@ def per_minute_hit(*, scope: str, key: str, limit: int) -> bool:
 
 
 def api_key_hit(*, api_key: ApiKey) -> bool:
-    """Records one request for the key; False once the plan's limit is reached in the last minute."""
+    """Records one request for the key; False once its account's rate limit (its own, else its plan's) is reached
+    in the last minute. The account's columns came with the key's one lookup (accounts.selectors.api_key_find)."""
     return per_minute_hit(scope="api-key", key=str(api_key.pk), limit=api_key.account.limits.requests_per_minute)
 
 

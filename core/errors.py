@@ -101,6 +101,11 @@ class MonthlyLimitInvalid(InvalidRequest):
     message = "A monthly limit must be a whole number, 1 or more."
 
 
+class RateLimitInvalid(InvalidRequest):
+    code = "rate_limit_invalid"
+    message = "A rate limit must be a whole number of requests a minute, from 1 to 1,000,000."
+
+
 class ApiKeyNameInvalid(InvalidRequest):
     code = "api_key_name_invalid"
     message = "An API key's name must be 1 to 64 characters on one line."

@@ -24,7 +24,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from accounts.models import Account, ApiKey, AuditEntry, ProviderKey, UsagePeriod
+from accounts.models import MAX_RATE_LIMIT, Account, ApiKey, AuditEntry, ProviderKey, UsagePeriod
 from accounts.plans import Plan
 from accounts.selectors import current_period
 from accounts.services import (
@@ -32,6 +32,8 @@ from accounts.services import (
     account_restore,
     account_set_monthly_limit,
     account_set_plan,
+    account_set_rate_limit,
+    rate_limit_described,
     usage_reset,
 )
 from core.errors import DomainError, SuppressionNotFound
@@ -173,9 +175,29 @@ class MonthlyLimitForm(forms.Form):
     )
 
 
+class RateLimitForm(forms.Form):
+    rate = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_RATE_LIMIT,
+        required=False,
+        label="Rate limit",
+        help_text="Requests a minute per API key, in place of the plan's. Empty: back to the plan's.",
+    )
+
+
 @admin.register(Account)
 class AccountAdmin(admin.ModelAdmin):
-    list_display = ["email", "plan", "state", "usage", "monthly_limit", "jobs", "suppressions", "created_at"]
+    list_display = [
+        "email",
+        "plan",
+        "state",
+        "usage",
+        "monthly_limit",
+        "rate_limit",
+        "jobs",
+        "suppressions",
+        "created_at",
+    ]
     list_filter = ["plan", AccountState]
     search_fields = ["user__email", "public_id"]
     list_select_related = ["user"]
@@ -187,13 +209,14 @@ class AccountAdmin(admin.ModelAdmin):
         "plan",
         "plan_started_on",
         "monthly_limit",
+        "rate_limit",
         "is_active",
         "email_confirmed_at",
         "deleted_at",
         "created_at",
     )
     inlines = [ApiKeyInline, ProviderKeyInline, UsagePeriodInline, AuditEntryInline]
-    actions = ["soft_delete", "restore", "erase", "change_plan", "set_monthly_limit", "reset_usage"]
+    actions = ["soft_delete", "restore", "erase", "change_plan", "set_monthly_limit", "set_rate_limit", "reset_usage"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Account]:
         # The newest usage row, with its period: it is this cycle's when its start is the cycle's (checked per row).
@@ -295,6 +318,19 @@ class AccountAdmin(admin.ModelAdmin):
         for account in queryset:
             account_set_monthly_limit(account=account, limit=limit)
         described = f"a monthly limit of {limit}" if limit else "their plan's quota"
+        self.message_user(request, f"{queryset.count()} account(s) now have {described}.")
+        return None
+
+    @admin.action(description="Set a custom rate limit…", permissions=["change"])
+    @at_most(ROWS_PER_ACTION, hint=NARROW_THE_LIST)
+    def set_rate_limit(self, request: HttpRequest, queryset: QuerySet[Account]) -> HttpResponse | None:
+        form = RateLimitForm(request.POST if "apply" in request.POST else None)
+        if not form.is_valid():
+            return self._action_page(request, queryset, "set_rate_limit", title="Set a rate limit", form=form)
+        rate = form.cleaned_data["rate"]
+        for account in queryset:
+            account_set_rate_limit(account=account, rate=rate)
+        described = f"a rate limit of {rate_limit_described(rate)}" if rate else "their plan's rate limit"
         self.message_user(request, f"{queryset.count()} account(s) now have {described}.")
         return None
 

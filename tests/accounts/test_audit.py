@@ -280,6 +280,8 @@ def test_staffs_account_actions_in_the_admin_are_staffs(staff: DjangoClient, hol
     act(staff, "change_plan", account, apply="1", plan="indie")
     act(staff, "set_monthly_limit", account, apply="1", limit="500")
     act(staff, "set_monthly_limit", account, apply="1", limit="")
+    act(staff, "set_rate_limit", account, apply="1", rate="1200")
+    act(staff, "set_rate_limit", account, apply="1", rate="")
     act(staff, "soft_delete", account)
     act(staff, "restore", account)
 
@@ -288,6 +290,8 @@ def test_staffs_account_actions_in_the_admin_are_staffs(staff: DjangoClient, hol
         by_staff("plan.changed", "indie"),
         by_staff("limit.changed", "500"),
         by_staff("limit.changed", "plan's quota"),
+        by_staff("limit.changed", "1,200 requests a minute"),
+        by_staff("limit.changed", "plan's rate"),
         by_staff("account.deleted"),
         by_staff("account.restored"),
     ]
@@ -384,6 +388,8 @@ def test_an_operators_commands_are_the_operators_without_an_address() -> None:
         ("setplan", email, "indie"),
         ("setlimit", email, "500"),
         ("setlimit", email, "--plan-default"),
+        ("setlimit", email, "--rate", "600"),
+        ("setlimit", email, "--rate", "plan"),
         ("providerkey", email, "add", "sendgrid", "sendgrid-key"),
         ("providerkey", email, "remove", "sendgrid"),
         ("signingsecret", email, "generate"),
@@ -406,6 +412,8 @@ def test_an_operators_commands_are_the_operators_without_an_address() -> None:
         by_operator("plan.changed", "indie"),
         by_operator("limit.changed", "500"),
         by_operator("limit.changed", "plan's quota"),
+        by_operator("limit.changed", "600 requests a minute"),
+        by_operator("limit.changed", "plan's rate"),
         by_operator("provider_key.added", "SENDGRID"),
         by_operator("provider_key.removed", "SENDGRID"),
         by_operator("signing_secret.generated"),

@@ -27,6 +27,7 @@ from accounts.selectors import current_period
 from accounts.services import (
     account_create,
     account_set_monthly_limit,
+    account_set_rate_limit,
     account_sign_up,
     api_key_create,
     api_key_revoke,
@@ -747,6 +748,11 @@ def sample_webhook_to_a_private_address(request: pytest.FixtureRequest) -> objec
 @raises("monthly_limit_invalid", "A monthly limit must be a whole number, 1 or more.")
 def monthly_limit_of_zero(request: pytest.FixtureRequest) -> object:
     return account_set_monthly_limit(account=client(request).account, limit=0)
+
+
+@raises("rate_limit_invalid", "A rate limit must be a whole number of requests a minute, from 1 to 1,000,000.")
+def rate_limit_of_zero(request: pytest.FixtureRequest) -> object:
+    return account_set_rate_limit(account=client(request).account, rate=0)
 
 
 @raises("api_key_name_invalid", "An API key's name must be 1 to 64 characters on one line.")

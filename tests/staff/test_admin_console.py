@@ -159,6 +159,34 @@ def test_a_custom_monthly_limit_is_set_and_cleared(staff: DjangoClient, free: Cl
     assert Account.objects.get(pk=free.account.pk).monthly_limit is None
 
 
+def test_a_custom_rate_limit_is_set_and_cleared(staff: DjangoClient, free: Client) -> None:
+    asked = act(staff, "set_rate_limit", free.account)
+    assert "Requests a minute per API key, in place of the plan's." in page_text(asked)
+    for refused_rate, error in [("0", "greater than or equal to 1"), ("1000001", "less than or equal to 1000000")]:
+        refused = act(staff, "set_rate_limit", free.account, apply="1", rate=refused_rate)
+        assert f"Ensure this value is {error}." in page_text(refused)
+    assert Account.objects.get(pk=free.account.pk).rate_limit is None
+
+    done = act(staff, "set_rate_limit", free.account, apply="1", rate="7")
+    assert "1 account(s) now have a rate limit of 7 requests a minute." in page_text(done)
+    assert Account.objects.get(pk=free.account.pk).rate_limit == 7
+    assert [free.get("/api/v1/ping").status_code for _ in range(8)] == [200] * 7 + [429]
+
+    cleared = act(staff, "set_rate_limit", free.account, apply="1", rate="")
+    assert "1 account(s) now have their plan's rate limit." in page_text(cleared)
+    assert Account.objects.get(pk=free.account.pk).rate_limit is None
+
+
+def test_an_accounts_page_shows_its_own_rate_limit(staff: DjangoClient, free: Client) -> None:
+    act(staff, "set_rate_limit", free.account, apply="1", rate="1234")
+
+    page = staff.get(f"{ACCOUNTS}{free.account.pk}/change/")
+
+    assert page.status_code == 200
+    assert "Rate limit:" in page_text(page)
+    assert "1234" in page_text(page)
+
+
 def test_reset_usage_lets_sends_through_again(staff: DjangoClient, free: Client) -> None:
     start, _ = current_period(free.account)
     UsagePeriod.objects.create(account=free.account, period_start=start, used=100)
@@ -172,13 +200,22 @@ def test_reset_usage_lets_sends_through_again(staff: DjangoClient, free: Client)
 
 # --- who may use which action ----------------------------------------------------------------------
 
-ACCOUNT_ACTIONS = {"soft_delete", "restore", "erase", "change_plan", "set_monthly_limit", "reset_usage"}
+ACCOUNT_ACTIONS = {
+    "soft_delete",
+    "restore",
+    "erase",
+    "change_plan",
+    "set_monthly_limit",
+    "set_rate_limit",
+    "reset_usage",
+}
 # Each account action as posted once its page, if it has one, is answered.
 CHANGING_ACTIONS = [
     pytest.param("soft_delete", {}, id="soft_delete"),
     pytest.param("restore", {}, id="restore"),
     pytest.param("change_plan", {"apply": "1", "plan": "startup"}, id="change_plan"),
     pytest.param("set_monthly_limit", {"apply": "1", "limit": "5"}, id="set_monthly_limit"),
+    pytest.param("set_rate_limit", {"apply": "1", "rate": "50"}, id="set_rate_limit"),
     pytest.param("reset_usage", {}, id="reset_usage"),
 ]
 ERASING = pytest.param("erase", {"apply": "1"}, id="erase")
@@ -187,7 +224,7 @@ ERASING = pytest.param("erase", {"apply": "1"}, id="erase")
 def stored_accounts() -> list[dict[str, Any]]:
     """Every account as the database holds it, with its usage: what an action would change."""
     accounts = Account.objects.order_by("pk").values(
-        "pk", "plan", "plan_started_on", "monthly_limit", "deleted_at", "is_active", "user__is_active"
+        "pk", "plan", "plan_started_on", "monthly_limit", "rate_limit", "deleted_at", "is_active", "user__is_active"
     )
     usage = UsagePeriod.objects.order_by("pk").values("account_id", "period_start", "used")
     return [*accounts, *usage]
