@@ -30,6 +30,10 @@ else:
     threads = int(os.environ.get("WEB_THREADS", "4"))
     timeout = 30
 keepalive = 5
+# The longest request line (method, path and query) gunicorn reads, its maximum: a query the OpenAPI document allows,
+# every value at its declared length and percent-encoded, fits, so the app answers it in the envelope. A longer line
+# is answered 414 by gunicorn itself (docs/rules.md, "Limits"); tests/api/test_query_parameters.py holds the two.
+limit_request_line = 8190
 # Off unless asked for ("-" is stdout): the app logs every request itself, with its duration, account and
 # request id, in LOG_FORMAT (docs/observability.md), so gunicorn's line would say the same thing twice.
 _access_log = os.environ.get("GUNICORN_ACCESS_LOG", "off").strip()
