@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("accounts", "0010_audit_entry")]
+    dependencies = [("accounts", "0011_audit_entry_api_key")]
 
     operations = [
         migrations.AddField(
