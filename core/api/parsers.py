@@ -107,9 +107,14 @@ class JSONObjectParser(BaseParser):
         return data
 
 
+# JSON as every body is read, whole (_decode) or an entry at a time (_decode_capped): no NaN or Infinity, no number
+# past a float's range. One decoder for the process, where json.loads with these hooks would build one per body.
+_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def _decode(raw: bytes) -> Any:
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
+        return _JSON.decode(raw.decode("utf-8"))
     except RecursionError:
         raise BodyTooDeep() from None
     except (ValueError, UnicodeDecodeError):
@@ -129,7 +134,6 @@ class ListCap:
     max_entry_chars: int
 
 
-_JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
