@@ -221,7 +221,6 @@ def account_set_monthly_limit(*, account: Account, limit: int | None) -> Account
     return account
 
 
-RATE_LIMIT_MESSAGE = RateLimitInvalid.message
 # An audit entry's target when staff give an account back its plan's rate limit.
 PLAN_RATE = "plan's rate"
 

@@ -9,9 +9,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account
-from accounts.services import RATE_LIMIT_MESSAGE, account_set_monthly_limit, account_set_rate_limit
+from accounts.services import account_set_monthly_limit, account_set_rate_limit
 from accounts.throttle import reset_rate_limits
-from core.errors import InvalidRequest
+from core.errors import InvalidRequest, RateLimitInvalid
 from tests.accounts.test_monthly_limit import email_of, run, stored_limit
 from tests.api.test_envelope import assert_error
 from tests.conftest import Client
@@ -101,15 +101,15 @@ def test_setlimit_sets_the_monthly_limit_and_the_rate_together(free: Client) -> 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--rate", "0"], RATE_LIMIT_MESSAGE),
-        (["--rate", "-5"], RATE_LIMIT_MESSAGE),
-        (["--rate", "1000001"], RATE_LIMIT_MESSAGE),
+        (["--rate", "0"], RateLimitInvalid.message),
+        (["--rate", "-5"], RateLimitInvalid.message),
+        (["--rate", "1000001"], RateLimitInvalid.message),
         (["--rate", "lots"], "--rate takes a number of requests a minute or 'plan', not 'lots'"),
         (["--rate", "Plan"], "--rate takes a number of requests a minute or 'plan', not 'Plan'"),
         (["--rate", ""], "--rate takes a number of requests a minute or 'plan', not ''"),
         ([], "Give either a limit N or --plan-default, or --rate N or --rate plan"),
         # A refused rate leaves the monthly limit given with it unset too.
-        (["500", "--rate", "0"], RATE_LIMIT_MESSAGE),
+        (["500", "--rate", "0"], RateLimitInvalid.message),
     ],
 )
 def test_setlimit_refuses_anything_but_a_rate_in_range_or_plan(free: Client, args: list[str], message: str) -> None:
@@ -125,7 +125,7 @@ def test_setlimit_refuses_anything_but_a_rate_in_range_or_plan(free: Client, arg
 
 @pytest.mark.parametrize("rate", [0, -1, 1_000_001])
 def test_the_service_refuses_a_rate_out_of_range(free: Client, rate: int) -> None:
-    with pytest.raises(InvalidRequest, match=RATE_LIMIT_MESSAGE):
+    with pytest.raises(InvalidRequest, match=RateLimitInvalid.message):
         account_set_rate_limit(account=free.account, rate=rate)
 
     assert stored_rate(free) is None
