@@ -145,6 +145,7 @@ class _CutShort(Exception):
         self.subject = subject
 
 
+# Off the framework's road: docs/departures.md, "capped-batch-items".
 def _decode_capped(raw: bytes, cap: ListCap) -> Any:
     """The body, decoded as :func:`_decode` would, but ``cap.field``'s list only as far as ``cap`` lets it go; a
     body that opens as a list is not an object, and is not read further. A body no longer than an entry may be is
