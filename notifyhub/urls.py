@@ -10,14 +10,8 @@ from core.api.views import SchemaView, api_not_found
 from core.metrics import MetricsView
 from domains.views import DomainView
 from notifications.observability import QueueCollector
-from notifications.views import (
-    ACCOUNT_HOLDER,
-    DashboardStatsView,
-    JobCancelView,
-    JobDetailView,
-    JobListView,
-    JobRetryView,
-)
+from notifications.views.jobs import ACCOUNT_HOLDER, JobCancelView, JobDetailView, JobListView, JobRetryView
+from notifications.views.stats import DashboardStatsView
 
 urlpatterns = [
     path("api/v1/health", HealthView.as_view(), name="health"),

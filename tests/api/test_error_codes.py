@@ -236,7 +236,7 @@ def permission_refused(request: pytest.FixtureRequest) -> Any:
     def refuse(**_: Any) -> Any:
         raise PermissionDenied
 
-    request.getfixturevalue("monkeypatch").setattr("notifications.views.job_list", refuse)
+    request.getfixturevalue("monkeypatch").setattr("notifications.views.jobs.job_list", refuse)
     return client(request).get("/api/v1/notifications/jobs")
 
 
@@ -586,7 +586,7 @@ def a_bug(request: pytest.FixtureRequest) -> Any:
     def fail(**_: Any) -> Any:
         raise RuntimeError("a bug")
 
-    request.getfixturevalue("monkeypatch").setattr("notifications.views.job_list", fail)
+    request.getfixturevalue("monkeypatch").setattr("notifications.views.jobs.job_list", fail)
     return client(request).get("/api/v1/notifications/jobs")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from core.api.parsers import JSONObjectParser
 from notifications.models import Job
-from notifications.views import SendWebhookBatchView
+from notifications.views.sends import SendWebhookBatchView
 from tests.api.test_envelope import assert_error
 from tests.conftest import Client
 

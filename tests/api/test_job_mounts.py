@@ -12,7 +12,7 @@ from django.urls import resolve
 
 from core.api.schema import ERROR_DESCRIPTIONS, SCOPE_REFUSED
 from core.api.views import Mount, MountedView
-from notifications.views import ACCOUNT_HOLDER, API_CLIENT, JobCancelView, JobDetailView, JobListView, JobRetryView
+from notifications.views.jobs import ACCOUNT_HOLDER, API_CLIENT, JobCancelView, JobDetailView, JobListView, JobRetryView
 from tests.clients import APIClient
 
 # Where each mount serves the job operations, and how its URL names begin.

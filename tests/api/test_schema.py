@@ -29,7 +29,7 @@ from core.api.fields import (
     TextField,
     text_pattern,
 )
-from notifications.views import SendEmailView
+from notifications.views.sends import SendEmailView
 from tests.clients import APIClient
 
 KEY_ONLY = [{"ApiKeyAuth": []}, {"BearerAuth": []}]
