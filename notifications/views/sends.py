@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema,
-    extend_schema_serializer,
     inline_serializer,
 )
 from rest_framework import serializers
@@ -22,13 +19,7 @@ from accounts.authentication import request_account, request_in_test_mode
 from accounts.models import Account
 from core.api.exceptions import ValidationFailed, error_status, first_message
 from core.api.fields import (
-    EmailAddressField,
-    HeadersField,
-    HttpsUrlField,
-    JsonObjectField,
     OneOfField,
-    TextField,
-    ZonedDateTimeField,
 )
 from core.api.parsers import ListCap
 from core.api.schema import (
@@ -37,7 +28,6 @@ from core.api.schema import (
     error_responses,
     response_links,
 )
-from core.api.serializers import RequestSerializer
 from core.errors import (
     AccountInactive,
     CodedError,
@@ -54,10 +44,13 @@ from core.errors import (
     SendingDomainRequired,
 )
 from notifications.batches import BATCH_MAX_ITEMS, Slot, batch_store
-from notifications.delivery.http import is_refused_target
-from notifications.delivery.wire import json_bytes
-from notifications.models import Job, Priority
-from notifications.secret_headers import SECRET_NAME_PARTS
+from notifications.models import Job
+from notifications.send_requests import (
+    SECRET_NAME_PARTS_TEXT,
+    SEND_AT_TEXT,
+    EmailRequestSerializer,
+    WebhookRequestSerializer,
+)
 from notifications.serializers import (
     JobAcceptedSerializer,
     job_accepted,
@@ -77,51 +70,6 @@ from notifications.views.jobs import (
     job_retry_link,
     job_status_link,
 )
-from providers.names import ProviderName
-
-WEBHOOK_METHODS = ["POST", "PUT", "PATCH", "DELETE"]
-WEBHOOK_PAYLOAD_MAX_BYTES = 10 * 1024
-# RFC 5322 caps a header line at 998 characters.
-SUBJECT_MAX_LENGTH = 998
-EMAIL_BODY_MAX_LENGTH = 256 * 1024
-# Which custom headers are kept secret, as the send operation's description tells API clients.
-SECRET_NAME_PARTS_TEXT = ", ".join(f"`{part}`" for part in SECRET_NAME_PARTS[:-1]) + f" or `{SECRET_NAME_PARTS[-1]}`"
-
-
-def priority_field() -> OneOfField:
-    return OneOfField(choices=Priority.values, required=False)
-
-
-# The furthest ahead a send may be scheduled.
-SEND_AT_MAX_AHEAD = timedelta(days=30)
-
-
-class SendAtField(ZonedDateTimeField):
-    """When a send goes out (docs/rules.md, "Scheduled sends"): at most SEND_AT_MAX_AHEAD from now; a past time
-    sends at once."""
-
-    def __init__(self) -> None:
-        super().__init__(required=False)
-
-    def to_internal_value(self, data: Any) -> datetime:
-        moment = super().to_internal_value(data)
-        if moment > timezone.now() + SEND_AT_MAX_AHEAD:
-            self.reject("{name} must be within 30 days")
-        return moment
-
-
-SEND_AT_TEXT = (
-    "`sendAt` (an RFC 3339 date-time with its zone, at most 30 days ahead) schedules the job: it stays `pending`, "
-    "shown with `scheduledFor`, until then, and can be cancelled until it goes out. A time already past sends at once."
-)
-
-
-def idempotency_key_field() -> TextField:
-    return TextField(max_length=255, single_line=True, required=False)
-
-
-def provider_field() -> OneOfField:
-    return OneOfField(choices=ProviderName.values, required=False)
 
 
 def send_errors(*, refused: ErrorAnswer, not_permitted: ErrorAnswer) -> dict[int, Any]:
@@ -195,54 +143,8 @@ class SendView(ApiKeyView):
         return Response(job_accepted(job), status=202)
 
 
-# The pairing of `provider` and `fallback` that validate() checks: a fallback needs a provider, another one.
-ROUTING_PAIR_RULES = {
-    "dependentSchemas": {
-        "fallback": {
-            "required": ["provider"],
-            "anyOf": [
-                {
-                    "properties": {
-                        "provider": {"const": name},
-                        "fallback": {"enum": [other for other in ProviderName.values if other != name]},
-                    }
-                }
-                for name in ProviderName.values
-            ],
-        }
-    }
-}
-
-
 class SendEmailView(SendView):
-    @extend_schema_serializer(component_name="EmailRequest")
-    class InputSerializer(RequestSerializer):
-        body_rules = ROUTING_PAIR_RULES
-
-        to = EmailAddressField()
-        subject = TextField(max_length=SUBJECT_MAX_LENGTH, single_line=True)
-        body = TextField(max_length=EMAIL_BODY_MAX_LENGTH)
-        priority = priority_field()
-        idempotencyKey = idempotency_key_field()
-        provider = provider_field()
-        fallback = provider_field()
-        sendAt = SendAtField()
-
-        def get_fields(self) -> dict[str, serializers.Field]:
-            # Declared here because "from" is a Python keyword; placed after "body" so
-            # errors are reported in the order docs/rules.md lists the fields.
-            fields = list(super().get_fields().items())
-            after_body = [name for name, _ in fields].index("body") + 1
-            fields.insert(after_body, ("from", EmailAddressField(required=False)))
-            return dict(fields)
-
-        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            provider, fallback = attrs.get("provider"), attrs.get("fallback")
-            if fallback is not None and provider is None:
-                raise serializers.ValidationError("`fallback` requires `provider` to be set")
-            if fallback is not None and fallback == provider:
-                raise serializers.ValidationError("`provider` and `fallback` must be different")
-            return attrs
+    InputSerializer = EmailRequestSerializer
 
     @extend_schema(
         summary="Queue an email",
@@ -255,7 +157,7 @@ class SendEmailView(SendView):
             "that provider only, `fallback` (which requires `provider`) is tried if it fails.\n\n"
             f"{SEND_AT_TEXT}"
         ),
-        request=InputSerializer,
+        request=EmailRequestSerializer,
         responses={202: JobAcceptedSerializer, **EMAIL_SEND_ERRORS},
         extensions=SEND_LINKS,
     )
@@ -280,20 +182,7 @@ class SendEmailView(SendView):
 
 
 class SendWebhookView(SendView):
-    @extend_schema_serializer(component_name="WebhookRequest")
-    class InputSerializer(RequestSerializer):
-        url = HttpsUrlField(refused=is_refused_target)
-        payload = JsonObjectField()
-        method = OneOfField(choices=WEBHOOK_METHODS, required=False)
-        headers = HeadersField(required=False)
-        priority = priority_field()
-        idempotencyKey = idempotency_key_field()
-        sendAt = SendAtField()
-
-        def validate_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
-            if len(json_bytes(payload)) > WEBHOOK_PAYLOAD_MAX_BYTES:
-                raise serializers.ValidationError("payload must be at most 10kb")
-            return payload
+    InputSerializer = WebhookRequestSerializer
 
     @extend_schema(
         summary="Queue a webhook delivery",
@@ -307,7 +196,7 @@ class SendWebhookView(SendView):
             "as sent to the dashboard's session and to a key that may send.\n\n"
             f"{SEND_AT_TEXT}"
         ),
-        request=InputSerializer,
+        request=WebhookRequestSerializer,
         responses={202: JobAcceptedSerializer, **WEBHOOK_SEND_ERRORS},
         extensions=SEND_LINKS,
     )

@@ -1,0 +1,138 @@
+"""What a send's body may hold: the email and webhook request serializers, each field's rule beside its siblings
+(docs/rules.md, "Order of checks on a send")."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import (
+    extend_schema_serializer,
+)
+from rest_framework import serializers
+
+from core.api.fields import (
+    EmailAddressField,
+    HeadersField,
+    HttpsUrlField,
+    JsonObjectField,
+    OneOfField,
+    TextField,
+    ZonedDateTimeField,
+)
+from core.api.serializers import RequestSerializer
+from notifications.delivery.http import is_refused_target
+from notifications.delivery.wire import json_bytes
+from notifications.models import Priority
+from notifications.secret_headers import SECRET_NAME_PARTS
+from providers.names import ProviderName
+
+WEBHOOK_METHODS = ["POST", "PUT", "PATCH", "DELETE"]
+WEBHOOK_PAYLOAD_MAX_BYTES = 10 * 1024
+# RFC 5322 caps a header line at 998 characters.
+SUBJECT_MAX_LENGTH = 998
+EMAIL_BODY_MAX_LENGTH = 256 * 1024
+# Which custom headers are kept secret, as the send operation's description tells API clients.
+SECRET_NAME_PARTS_TEXT = ", ".join(f"`{part}`" for part in SECRET_NAME_PARTS[:-1]) + f" or `{SECRET_NAME_PARTS[-1]}`"
+
+
+def priority_field() -> OneOfField:
+    return OneOfField(choices=Priority.values, required=False)
+
+
+# The furthest ahead a send may be scheduled.
+SEND_AT_MAX_AHEAD = timedelta(days=30)
+
+
+class SendAtField(ZonedDateTimeField):
+    """When a send goes out (docs/rules.md, "Scheduled sends"): at most SEND_AT_MAX_AHEAD from now; a past time
+    sends at once."""
+
+    def __init__(self) -> None:
+        super().__init__(required=False)
+
+    def to_internal_value(self, data: Any) -> datetime:
+        moment = super().to_internal_value(data)
+        if moment > timezone.now() + SEND_AT_MAX_AHEAD:
+            self.reject("{name} must be within 30 days")
+        return moment
+
+
+SEND_AT_TEXT = (
+    "`sendAt` (an RFC 3339 date-time with its zone, at most 30 days ahead) schedules the job: it stays `pending`, "
+    "shown with `scheduledFor`, until then, and can be cancelled until it goes out. A time already past sends at once."
+)
+
+
+def idempotency_key_field() -> TextField:
+    return TextField(max_length=255, single_line=True, required=False)
+
+
+def provider_field() -> OneOfField:
+    return OneOfField(choices=ProviderName.values, required=False)
+
+
+# The pairing of `provider` and `fallback` that validate() checks: a fallback needs a provider, another one.
+ROUTING_PAIR_RULES = {
+    "dependentSchemas": {
+        "fallback": {
+            "required": ["provider"],
+            "anyOf": [
+                {
+                    "properties": {
+                        "provider": {"const": name},
+                        "fallback": {"enum": [other for other in ProviderName.values if other != name]},
+                    }
+                }
+                for name in ProviderName.values
+            ],
+        }
+    }
+}
+
+
+@extend_schema_serializer(component_name="EmailRequest")
+class EmailRequestSerializer(RequestSerializer):
+    body_rules = ROUTING_PAIR_RULES
+
+    to = EmailAddressField()
+    subject = TextField(max_length=SUBJECT_MAX_LENGTH, single_line=True)
+    body = TextField(max_length=EMAIL_BODY_MAX_LENGTH)
+    priority = priority_field()
+    idempotencyKey = idempotency_key_field()
+    provider = provider_field()
+    fallback = provider_field()
+    sendAt = SendAtField()
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Declared here because "from" is a Python keyword; placed after "body" so
+        # errors are reported in the order docs/rules.md lists the fields.
+        fields = list(super().get_fields().items())
+        after_body = [name for name, _ in fields].index("body") + 1
+        fields.insert(after_body, ("from", EmailAddressField(required=False)))
+        return dict(fields)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        provider, fallback = attrs.get("provider"), attrs.get("fallback")
+        if fallback is not None and provider is None:
+            raise serializers.ValidationError("`fallback` requires `provider` to be set")
+        if fallback is not None and fallback == provider:
+            raise serializers.ValidationError("`provider` and `fallback` must be different")
+        return attrs
+
+
+@extend_schema_serializer(component_name="WebhookRequest")
+class WebhookRequestSerializer(RequestSerializer):
+    url = HttpsUrlField(refused=is_refused_target)
+    payload = JsonObjectField()
+    method = OneOfField(choices=WEBHOOK_METHODS, required=False)
+    headers = HeadersField(required=False)
+    priority = priority_field()
+    idempotencyKey = idempotency_key_field()
+    sendAt = SendAtField()
+
+    def validate_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if len(json_bytes(payload)) > WEBHOOK_PAYLOAD_MAX_BYTES:
+            raise serializers.ValidationError("payload must be at most 10kb")
+        return payload
