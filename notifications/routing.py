@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from email.headerregistry import Address
+from email.utils import parseaddr
 
 from django.conf import settings
 
@@ -83,10 +85,14 @@ class EmailRoute:
 
 
 def email_route(job: Job) -> EmailRoute:
-    """At each attempt: the route as the account stands now. Raises a DomainError when it cannot be sent at all."""
+    """At each attempt: the route as the account stands now. Raises a DomainError when it cannot be sent at all.
+
+    A ``from`` with a display name is judged by its address; the name goes out as the client gave it."""
+    display_name, requested = _split_sender(job.payload.get("from"))
     if not job.account.limits.is_paid:
-        return EmailRoute(platform_sender(), platform_routes(), names_provider=False, retryable=True)
-    sender = sender_address(account=job.account, requested=job.payload.get("from"))
+        sender = _with_display_name(display_name, platform_sender())
+        return EmailRoute(sender, platform_routes(), names_provider=False, retryable=True)
+    sender = _with_display_name(display_name, sender_address(account=job.account, requested=requested))
     credentials = provider_credentials(account=job.account)
     walked = _paid_route_names(list(credentials), provider=job.provider, fallback=job.fallback)
     return EmailRoute(
@@ -95,6 +101,19 @@ def email_route(job: Job) -> EmailRoute:
         names_provider=True,
         retryable=job.provider is None,
     )
+
+
+def _split_sender(sender: str | None) -> tuple[str, str | None]:
+    """``"Acme Billing <billing@acme.com>"`` as its display name and address; a bare address has no name."""
+    if sender is None or "<" not in sender:
+        return "", sender
+    display_name, address = parseaddr(sender)
+    return display_name, address
+
+
+def _with_display_name(display_name: str, address: str) -> str:
+    # Address quotes a name that needs it (a comma, a quote) and keeps it as written otherwise, non-ASCII included.
+    return str(Address(display_name=display_name, addr_spec=address)) if display_name else address
 
 
 def _paid_route_names(configured: Sequence[str], *, provider: str | None, fallback: str | None) -> list[str]:

@@ -7,6 +7,7 @@ domain API's answers into :class:`DomainState`. Every failure leaves as one
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -67,12 +68,24 @@ class KeyCheck:
 
 @dataclass(frozen=True)
 class OutgoingEmail:
+    """One message to send. The fields after ``html`` are a job's rich email (docs/rules.md, "Rich email"): each is
+    empty unless the client gave it, as for NotifyHub's own mail."""
+
     # None for NotifyHub's own mail (sign-up confirmations), which belongs to no job.
     job_id: str | None
-    sender: str
+    sender: str  # an address, or "Display Name <address>"
     to: str
     subject: str
     html: str
+    # The plain-text part; None: made from ``html``.
+    text: str | None = None
+    cc: Sequence[str] = ()
+    bcc: Sequence[str] = ()
+    reply_to: Sequence[str] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+    tags: Sequence[str] = ()
+    # The client's own; NotifyHub's ``job_id`` is added at the send (:func:`message_metadata`).
+    metadata: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,12 +121,30 @@ class Verification:
 
 
 def build_message(email: OutgoingEmail, *, connection: Any = None) -> EmailMultiAlternatives:
-    """HTML body with a plain-text part derived from it, so both kinds of mail client read it."""
+    """HTML body with a plain-text part (the client's, else derived from the HTML), so both kinds of mail client
+    read it, and the addresses and headers anymail and Django's backends carry as they are: ``cc``, ``bcc``,
+    ``reply_to``, ``extra_headers``."""
     message = EmailMultiAlternatives(
-        email.subject, text_part(email.html), email.sender, [email.to], connection=connection
+        email.subject,
+        text_part(email.html) if email.text is None else email.text,
+        email.sender,
+        [email.to],
+        bcc=list(email.bcc),
+        connection=connection,
+        cc=list(email.cc),
+        reply_to=list(email.reply_to),
+        headers=dict(email.headers),
     )
     message.attach_alternative(email.html, "text/html")
     return message
+
+
+def message_metadata(email: OutgoingEmail) -> dict[str, str]:
+    """The client's metadata and NotifyHub's ``job_id``, which provider events are matched by, so it always wins
+    (the API refuses a client key ``job_id``)."""
+    if email.job_id is None:
+        return dict(email.metadata)
+    return {**email.metadata, "job_id": email.job_id}
 
 
 class EmailProvider:
@@ -131,14 +162,28 @@ class EmailProvider:
     # --- sending ----------------------------------------------------------------------
     def send(self, email: OutgoingEmail, credentials: Credentials) -> SendResult:
         message = build_message(email, connection=self._connection(credentials))
+        # anymail's own attributes: each backend maps them to its provider's fields (docs/rules.md, "Rich email").
+        tags = self.tags_carried(email.tags)
+        if tags:
+            message.tags = tags  # type: ignore[attr-defined]
         # The job id travels with the message so the provider's events can be matched to it.
-        if email.job_id:
-            message.metadata = {"job_id": email.job_id}  # type: ignore[attr-defined]
+        metadata = self.metadata_carried(message_metadata(email))
+        if metadata:
+            message.metadata = metadata  # type: ignore[attr-defined]
         try:
             message.send()
         except AnymailError as error:
             raise self._send_error(error) from None
         return SendResult(provider=self.name, message_id=self.message_id(message))
+
+    def tags_carried(self, tags: Sequence[str]) -> list[str]:
+        """The tags this provider can carry; a provider with a narrower limit keeps what fits rather than refuse
+        the message (docs/rules.md, "Rich email")."""
+        return list(tags)
+
+    def metadata_carried(self, metadata: dict[str, str]) -> dict[str, str]:
+        """The metadata this provider can carry, ``job_id`` always among it; as :meth:`tags_carried`."""
+        return metadata
 
     def _connection(self, credentials: Credentials) -> Any:
         """anymail's backend for one send, on this thread's kept :func:`provider_session`.

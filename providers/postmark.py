@@ -5,6 +5,7 @@ https://postmarkapp.com/developer/api/domains-api
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from providers.base import (
@@ -19,6 +20,10 @@ from providers.base import (
 
 MISSING_ACCOUNT_TOKEN = "No account token configured; Postmark needs it for domain operations"
 
+# Postmark's custom metadata: at most 10 fields, names up to 20 characters (no two alike but for case), values up
+# to 80 (https://postmarkapp.com/support/article/1125-custom-metadata-faq).
+METADATA_FIELDS, METADATA_NAME_LENGTH, METADATA_VALUE_LENGTH = 10, 20, 80
+
 
 class Postmark(EmailProvider):
     name = "POSTMARK"
@@ -29,6 +34,24 @@ class Postmark(EmailProvider):
 
     def error_detail(self, body: Any) -> str | None:
         return top_level_message(body, "Message")
+
+    def tags_carried(self, tags: Sequence[str]) -> list[str]:
+        # A message has one Tag (https://postmarkapp.com/developer/api/email-api); anymail refuses more.
+        return list(tags[:1])
+
+    def metadata_carried(self, metadata: dict[str, str]) -> dict[str, str]:
+        """``job_id`` and the client's fields Postmark takes, in their order, up to its 10; one it would refuse (a
+        longer name or value, a name already kept in another case) is left out rather than fail the message."""
+        kept = {"job_id": metadata["job_id"]} if "job_id" in metadata else {}
+        names = {name.lower() for name in kept}
+        for name, value in metadata.items():
+            if len(kept) == METADATA_FIELDS:
+                break
+            fits = len(name) <= METADATA_NAME_LENGTH and len(value) <= METADATA_VALUE_LENGTH
+            if fits and name.lower() not in names:
+                kept[name] = value
+                names.add(name.lower())
+        return kept
 
     def auth_headers(self, credentials: Credentials) -> dict[str, str]:
         # Postmark refuses the server token on account-level endpoints such as /domains.

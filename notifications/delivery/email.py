@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from core.errors import DomainError
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.models import Job
 from notifications.routing import email_route
-from providers.base import OutgoingEmail, build_message
+from providers.base import OutgoingEmail, build_message, message_metadata
 from providers.failover import send_with_failover
 
 
@@ -22,13 +23,7 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
         # Every check an attempt makes is made; the provider first in line is shown as it would be, and not called.
         first = route.routes[0].provider.name if route.names_provider and route.routes else None
         return AttemptOutcome.test_delivery(used_provider=first)
-    email = OutgoingEmail(
-        job_id=str(job.id),
-        sender=route.sender,
-        to=job.payload["to"],
-        subject=job.payload["subject"],
-        html=job.payload["body"],
-    )
+    email = outgoing_email(job, sender=route.sender)
     if not route.routes:
         return _send_with_django_backend(email)
     started = time.monotonic()
@@ -42,11 +37,51 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
     return AttemptOutcome.failure(result.error_message, retryable=route.retryable, **details)
 
 
+def outgoing_email(job: Job, *, sender: str) -> OutgoingEmail:
+    """The message an email job's payload describes (docs/rules.md, "Rich email"): ``cc`` and ``bcc`` without the
+    suppressed addresses named in ``skippedRecipients``, ``replyTo`` as a list. A key the client did not send stays
+    empty, so a plain email costs a few lookups more than before."""
+    payload = job.payload
+    skipped = {entry["email"].lower() for entry in payload.get("skippedRecipients", ())}
+    reply_to = payload.get("replyTo", ())
+    return OutgoingEmail(
+        job_id=str(job.id),
+        sender=sender,
+        to=payload["to"],
+        subject=payload["subject"],
+        html=payload["body"],
+        text=payload.get("text"),
+        cc=_recipients(payload.get("cc", ()), skipped),
+        bcc=_recipients(payload.get("bcc", ()), skipped),
+        reply_to=[reply_to] if isinstance(reply_to, str) else reply_to,
+        headers=payload.get("headers", {}),
+        tags=payload.get("tags", ()),
+        metadata=payload.get("metadata", {}),
+    )
+
+
+def _recipients(addresses: list[str], skipped: set[str]) -> list[str]:
+    return [address for address in addresses if address.lower() not in skipped] if skipped else addresses
+
+
 def _send_with_django_backend(email: OutgoingEmail) -> AttemptOutcome:
-    """Local runs with no platform provider: Django's EMAIL_BACKEND (files in var/outbox by default)."""
+    """Local runs with no platform provider: Django's EMAIL_BACKEND (files in var/outbox by default).
+
+    Tags and metadata, which only the providers' APIs take, are shown as the ``X-Tags`` and ``X-Metadata`` headers
+    anymail's Resend backend sends them as, so the local message shows what a provider would have received.
+    """
     started = time.monotonic()
+    message = build_message(email)
+    message.extra_headers.update(_tracking_headers(email))
     try:
-        build_message(email).send()
+        message.send()
     except OSError as error:
         return AttemptOutcome.failure(f"Email backend failed: {error.strerror or error}", retryable=True)
     return AttemptOutcome(delivered=True, duration_ms=elapsed_ms(started))
+
+
+def _tracking_headers(email: OutgoingEmail) -> dict[str, str]:
+    headers = {"X-Tags": json.dumps(list(email.tags))} if email.tags else {}
+    if email.metadata:
+        headers["X-Metadata"] = json.dumps(message_metadata(email))
+    return headers
