@@ -440,6 +440,22 @@ def _sendgrid_mail_problems(mail: dict[str, Any]) -> Iterable[dict[str, Any]]:
             "Unless a valid template_id is provided, the content parameter is required. There must be at least "
             "one defined content block.",
         )
+    # From the mail send errors page (https://www.twilio.com/docs/sendgrid/api-reference/mail-send/errors).
+    for index, personalization in enumerate(personalizations):
+        addresses = [
+            str(recipient.get("email", "")).lower()
+            for kind in ("to", "cc", "bcc")
+            for recipient in (personalization.get(kind) or [] if isinstance(personalization, dict) else [])
+            if isinstance(recipient, dict)
+        ]
+        if len(set(addresses)) < len(addresses):
+            yield problem(
+                f"personalizations.{index}",
+                "Each unique email address in the personalizations array should only be included once. You have "
+                "included email address more than once.",
+            )
+    if len(mail.get("categories") or []) > 10:
+        yield problem("categories", "You may not have more than 10 categories per request.")
     # anymail (backends/sendgrid.py, transform_metadata): non-string custom_args get this cryptic answer.
     custom_args = [mail.get("custom_args") or {}] + [
         p.get("custom_args") or {} for p in personalizations if isinstance(p, dict)
@@ -698,6 +714,13 @@ class FakePostmark(FakeProvider):
             return self._error(422, "Zero recipients specified", code=300)
         if not (mail.get("TextBody") or mail.get("HtmlBody")):
             return self._error(422, "Provide either email TextBody or HtmlBody or both.", code=300)
+        crowded = next((field for field in ("To", "Cc", "Bcc") if _postmark_count(mail.get(field)) > 50), None)
+        if crowded:
+            return self._error(422, f"Too many {crowded} recipients: at most 50 are allowed.", code=300)
+        if not _postmark_headers_ok(mail.get("Headers")):
+            return self._error(422, "Headers must be a list of Name and Value pairs.", code=300)
+        if not isinstance(mail.get("Tag", ""), str):
+            return self._error(422, "Tag must be a single string.", code=300)
         metadata = mail.get("Metadata") or {}
         if not _postmark_metadata_ok(metadata):
             return self._error(422, "Invalid metadata content. Up to 10 fields of 20 and 80 characters.", code=300)
@@ -815,10 +838,29 @@ _OK = {"ErrorCode": 0, "Message": "OK"}
 
 
 def _postmark_metadata_ok(metadata: Any) -> bool:
-    """Postmark's custom metadata: up to 10 fields, names up to 20 characters, values up to 80."""
+    """Postmark's custom metadata: up to 10 fields, names up to 20 characters and no two alike but for case, values
+    up to 80 (https://postmarkapp.com/support/article/1125-custom-metadata-faq)."""
     if not isinstance(metadata, dict) or len(metadata) > 10:
         return False
+    if len({str(name).lower() for name in metadata}) < len(metadata):
+        return False
     return all(len(str(name)) <= 20 and len(str(value)) <= 80 for name, value in metadata.items())
+
+
+def _postmark_count(addresses: Any) -> int:
+    """To, Cc and Bcc are each one comma-separated string of at most 50 addresses
+    (https://postmarkapp.com/developer/api/email-api)."""
+    return len([part for part in addresses.split(",") if part.strip()]) if isinstance(addresses, str) else 0
+
+
+def _postmark_headers_ok(headers: Any) -> bool:
+    """Headers is a list of {"Name", "Value"} objects, both strings."""
+    if headers is None:
+        return True
+    return isinstance(headers, list) and all(
+        isinstance(header, dict) and isinstance(header.get("Name"), str) and isinstance(header.get("Value"), str)
+        for header in headers
+    )
 
 
 # ======================================================================================
