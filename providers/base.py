@@ -7,7 +7,7 @@ domain API's answers into :class:`DomainState`. Every failure leaves as one
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -137,6 +137,16 @@ def build_message(email: OutgoingEmail, *, connection: Any = None) -> EmailMulti
     )
     message.attach_alternative(email.html, "text/html")
     return message
+
+
+def metadata_within(metadata: dict[str, str], admits: Callable[[dict[str, str], str, str], bool]) -> dict[str, str]:
+    """``job_id``, then the client's entries in their order that ``admits(kept, name, value)`` lets in beside those
+    kept so far: what a provider with a narrower limit than the API's carries."""
+    kept = {"job_id": metadata["job_id"]} if "job_id" in metadata else {}
+    for name, value in metadata.items():
+        if name not in kept and admits(kept, name, value):
+            kept[name] = value
+    return kept
 
 
 def message_metadata(email: OutgoingEmail) -> dict[str, str]:

@@ -15,6 +15,7 @@ from providers.base import (
     EmailProvider,
     KeyCheck,
     Verification,
+    metadata_within,
     top_level_message,
 )
 
@@ -40,18 +41,9 @@ class Postmark(EmailProvider):
         return list(tags[:1])
 
     def metadata_carried(self, metadata: dict[str, str]) -> dict[str, str]:
-        """``job_id`` and the client's fields Postmark takes, in their order, up to its 10; one it would refuse (a
-        longer name or value, a name already kept in another case) is left out rather than fail the message."""
-        kept = {"job_id": metadata["job_id"]} if "job_id" in metadata else {}
-        names = {name.lower() for name in kept}
-        for name, value in metadata.items():
-            if len(kept) == METADATA_FIELDS:
-                break
-            fits = len(name) <= METADATA_NAME_LENGTH and len(value) <= METADATA_VALUE_LENGTH
-            if fits and name.lower() not in names:
-                kept[name] = value
-                names.add(name.lower())
-        return kept
+        """``job_id`` and the client's fields Postmark takes, up to its 10; one it would refuse (a longer name or
+        value, a name already kept in another case) is left out rather than fail the message."""
+        return metadata_within(metadata, _postmark_admits)
 
     def auth_headers(self, credentials: Credentials) -> dict[str, str]:
         # Postmark refuses the server token on account-level endpoints such as /domains.
@@ -102,6 +94,12 @@ class Postmark(EmailProvider):
         if not return_path.get("ReturnPathDomainVerified"):
             reasons.append("Return-Path CNAME not verified")
         return Verification(verified=not reasons, reasons=reasons)
+
+
+def _postmark_admits(kept: dict[str, str], name: str, value: str) -> bool:
+    if len(kept) == METADATA_FIELDS or len(name) > METADATA_NAME_LENGTH or len(value) > METADATA_VALUE_LENGTH:
+        return False
+    return name.lower() not in {kept_name.lower() for kept_name in kept}
 
 
 def _verified(body: dict[str, Any]) -> bool:

@@ -10,7 +10,12 @@ from urllib.parse import quote
 
 from django.core.mail import EmailMultiAlternatives
 
-from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification
+from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification, metadata_within
+
+# A message's custom arguments may total at most 10,000 bytes
+# (https://www.twilio.com/docs/sendgrid/api-reference/mail-send/mail-send, custom_args); anymail adds its own
+# ``anymail_id`` (a UUID) beside NotifyHub's, which this leaves room for.
+CUSTOM_ARGS_BYTES = 10_000 - len("anymail_id") - 36
 
 
 class SendGrid(EmailProvider):
@@ -29,6 +34,11 @@ class SendGrid(EmailProvider):
         response = message.anymail_status.esp_response  # type: ignore[attr-defined]
         sent_id = response.headers.get("X-Message-Id") if response is not None else None
         return sent_id or super().message_id(message)
+
+    def metadata_carried(self, metadata: dict[str, str]) -> dict[str, str]:
+        """``job_id`` and the client's arguments that fit in SendGrid's 10,000 bytes, in their order; one that
+        would not fit is left out rather than fail the message."""
+        return metadata_within(metadata, _fits_custom_args)
 
     def error_detail(self, body: Any) -> str | None:
         errors = body.get("errors") if isinstance(body, dict) else None
@@ -54,3 +64,11 @@ class SendGrid(EmailProvider):
         checks = (result.get("validation_results") or {}).items()
         reasons = [f"{record}: {check.get('reason')}" for record, check in checks if not check.get("valid")]
         return Verification(verified=bool(result.get("valid")), reasons=reasons)
+
+
+def custom_args_bytes(arguments: dict[str, str]) -> int:
+    return sum(len(name.encode()) + len(value.encode()) for name, value in arguments.items())
+
+
+def _fits_custom_args(kept: dict[str, str], name: str, value: str) -> bool:
+    return custom_args_bytes(kept) + len(name.encode()) + len(value.encode()) <= CUSTOM_ARGS_BYTES

@@ -462,6 +462,9 @@ def _sendgrid_mail_problems(mail: dict[str, Any]) -> Iterable[dict[str, Any]]:
     ]
     if any(not isinstance(value, str) for args in custom_args for value in args.values()):
         yield problem(None, "Bad Request")
+    # "Total custom_args size may not exceed 10,000 bytes" (tsg_mail_v3); the message is the fake's own.
+    elif sum(len(name.encode()) + len(value.encode()) for args in custom_args for name, value in args.items()) > 10_000:
+        yield problem("custom_args", "The custom_args may total at most 10,000 bytes.")
 
 
 # ======================================================================================

@@ -164,6 +164,20 @@ def test_postmark_keeps_the_job_id_and_the_metadata_it_takes_and_sendgrid_all_of
     assert sendgrid.sent[0].json["custom_args"] == {**metadata, "job_id": str(sendgrid_job.id)}
 
 
+def test_sendgrid_keeps_the_job_id_and_the_metadata_that_fits_in_its_10000_bytes(
+    startup: Client, sendgrid: FakeSendGrid
+) -> None:
+    # Each value 500 characters of 4 bytes in UTF-8: four fit beside job_id and anymail's own id, the fifth not.
+    metadata = {f"key{n}": "😀" * 500 for n in range(6)}
+    job = rich_job(ready_to_send(startup, "SENDGRID"), metadata=metadata)
+
+    assert deliver_email(job, attempt=1).delivered
+
+    sent = sendgrid.sent[0].json
+    assert sent["custom_args"] == {"job_id": str(job.id), **{f"key{n}": "😀" * 500 for n in range(4)}}
+    assert set(sent["personalizations"][0]["custom_args"]) == {"anymail_id"}
+
+
 def test_the_next_provider_after_a_5xx_receives_every_field(
     startup: Client, sendgrid: FakeSendGrid, postmark: FakePostmark
 ) -> None:
