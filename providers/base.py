@@ -172,6 +172,7 @@ class EmailProvider:
     # --- sending ----------------------------------------------------------------------
     def send(self, email: OutgoingEmail, credentials: Credentials) -> SendResult:
         message = build_message(email, connection=self._connection(credentials))
+        message.extra_headers = self.headers_carried(message.extra_headers)
         # anymail's own attributes: each backend maps them to its provider's fields (docs/rules.md, "Rich email").
         tags = self.tags_carried(email.tags)
         if tags:
@@ -185,6 +186,10 @@ class EmailProvider:
         except AnymailError as error:
             raise self._send_error(error) from None
         return SendResult(provider=self.name, message_id=self.message_id(message))
+
+    def headers_carried(self, headers: dict[str, str]) -> dict[str, str]:
+        """The client's headers this provider sends as they are (the others are left out, never refused)."""
+        return headers
 
     def tags_carried(self, tags: Sequence[str]) -> list[str]:
         """The tags this provider can carry; a provider with a narrower limit keeps what fits rather than refuse

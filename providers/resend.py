@@ -8,6 +8,8 @@ from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, V
 
 # Resend lists inbound-mail records too; NotifyHub only sends.
 SENDING_RECORDS = {"SPF", "DKIM", "DMARC"}
+# anymail sends tags and metadata to Resend as these headers (backends/resend.py), lower-cased here.
+TRACKING_HEADERS = {"x-tags", "x-metadata"}
 
 
 class Resend(EmailProvider):
@@ -22,6 +24,13 @@ class Resend(EmailProvider):
 
     def error_detail(self, body: Any) -> str | None:
         return top_level_message(body, "message")
+
+    def headers_carried(self, headers: dict[str, str]) -> dict[str, str]:
+        """Without a client's own ``X-Tags`` or ``X-Metadata`` (any case): the message's tags and metadata, whose
+        ``job_id`` Resend's events are matched by, travel under those names."""
+        if not headers:
+            return headers
+        return {name: value for name, value in headers.items() if name.lower() not in TRACKING_HEADERS}
 
     def create_body(self, name: str) -> dict[str, Any]:
         return {"name": name}

@@ -111,6 +111,24 @@ def test_resend_receives_every_field_with_the_tags_and_metadata_as_json_headers(
     assert (sent["text"], sent["html"]) == ("Invoice 42, as plain text", "<p>Invoice <b>42</b></p>")
 
 
+def test_resend_leaves_out_a_clients_own_tags_and_metadata_headers_and_others_keep_them(
+    startup: Client, resend: FakeResend, postmark: FakePostmark
+) -> None:
+    headers = {"x-metadata": '{"job_id": "another"}', "X-Tags": "[]", "X-Entity-Ref-ID": "inv-42"}
+    ready_to_send(startup, "RESEND", "POSTMARK")
+    job = rich_job(startup, headers=headers)
+    postmark_job = rich_job(startup, provider="POSTMARK", headers=headers)
+
+    assert deliver_email(job, attempt=1).delivered
+    assert deliver_email(postmark_job, attempt=1).delivered
+
+    sent = resend.sent[0].json["headers"]
+    assert set(sent) == {"X-Entity-Ref-ID", "X-Tags", "X-Metadata"}
+    assert json.loads(sent["X-Metadata"])["job_id"] == str(job.id)
+    assert json.loads(sent["X-Tags"]) == ["invoice", "billing"]
+    assert postmark.sent[0].json["Headers"] == [{"Name": name, "Value": value} for name, value in headers.items()]
+
+
 def test_a_plain_email_sends_none_of_the_rich_fields(startup: Client, postmark: FakePostmark) -> None:
     job = JobFactory(account=ready_to_send(startup, "POSTMARK").account, type=JobType.EMAIL)
 
