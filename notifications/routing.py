@@ -53,14 +53,17 @@ def platform_routes() -> list[Route]:
 def email_routing_check(
     *, account: Account, sender: str | None, priority: int | None, provider: str | None, fallback: str | None
 ) -> None:
-    """At accept time: refuses what the account's plan does not allow, and what its attempts would refuse."""
+    """At accept time: refuses what the account's plan does not allow, and what its attempts would refuse.
+
+    A ``sender`` with a display name is judged by its address, as :func:`email_route` sends it."""
+    address = _split_sender(sender)[1]
     if not account.limits.is_paid:
-        _check_free_plan(sender=sender, priority=priority, provider=provider)
+        _check_free_plan(sender=address, priority=priority, provider=provider)
         return
     walked = _paid_route_names(configured_providers(account=account), provider=provider, fallback=fallback)
     if fallback is not None and fallback not in walked:
         raise FallbackNotConfigured(provider=fallback)
-    sender_address(account=account, requested=sender)
+    sender_address(account=account, requested=address)
 
 
 def _check_free_plan(*, sender: str | None, priority: int | None, provider: str | None) -> None:

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from core.errors import PlatformSenderOnly, SenderOutsideDomain
 from notifications.delivery.email import deliver_email
 from notifications.models import Job, JobType
+from notifications.routing import email_routing_check
 from tests.conftest import Client, ready_to_send
 from tests.factories import JobFactory
 from tests.fakes.providers import FakePostmark, FakeResend, FakeSendGrid
@@ -278,3 +280,23 @@ def test_the_local_file_backend_writes_every_field_into_the_outbox_message(
     assert json.loads(message["X-Metadata"]) == {"order_id": "42", "customer": "c-7", "job_id": str(job.id)}
     text, html = (part.get_payload(decode=True).decode() for part in message.get_payload())
     assert (text, html) == ("Invoice 42, as plain text", "<p>Invoice <b>42</b></p>")
+
+
+def check_sender(client: Client, sender: str) -> None:
+    email_routing_check(account=client.account, sender=sender, priority=None, provider=None, fallback=None)
+
+
+def test_a_display_name_sender_is_judged_by_its_address_at_accept(startup: Client, free: Client) -> None:
+    ready_to_send(startup, "SENDGRID")
+
+    check_sender(free, "Acme Alerts <noreply@notifyhub.local>")
+    check_sender(startup, "Acme Billing <billing@example.com>")
+    with pytest.raises(PlatformSenderOnly) as free_refusal:
+        check_sender(free, "Acme Alerts <alerts@acme.com>")
+    with pytest.raises(SenderOutsideDomain) as paid_refusal:
+        check_sender(startup, "Acme Billing <billing@acme.com>")
+
+    assert free_refusal.value.message == ("Cannot send from alerts@acme.com. Only noreply@notifyhub.local is allowed.")
+    assert (
+        paid_refusal.value.message == "Cannot send from billing@acme.com. Use your verified domain example.com instead."
+    )
