@@ -68,8 +68,8 @@ class KeyCheck:
 
 @dataclass(frozen=True)
 class OutgoingEmail:
-    """One message to send. The fields after ``html`` are a job's rich email (docs/rules.md, "Rich email"): each is
-    empty unless the client gave it, as for NotifyHub's own mail."""
+    """One message to send. The fields after ``html`` are a job's rich email (docs/rules.md, "Rich email through the
+    providers"): each is empty unless the client gave it, as for NotifyHub's own mail."""
 
     # None for NotifyHub's own mail (sign-up confirmations), which belongs to no job.
     job_id: str | None
@@ -173,7 +173,8 @@ class EmailProvider:
     def send(self, email: OutgoingEmail, credentials: Credentials) -> SendResult:
         message = build_message(email, connection=self._connection(credentials))
         message.extra_headers = self.headers_carried(message.extra_headers)
-        # anymail's own attributes: each backend maps them to its provider's fields (docs/rules.md, "Rich email").
+        # anymail's own attributes: each backend maps them to its provider's fields (docs/rules.md, "Rich email
+        # through the providers").
         tags = self.tags_carried(email.tags)
         if tags:
             message.tags = tags  # type: ignore[attr-defined]
@@ -193,7 +194,7 @@ class EmailProvider:
 
     def tags_carried(self, tags: Sequence[str]) -> list[str]:
         """The tags this provider can carry; a provider with a narrower limit keeps what fits rather than refuse
-        the message (docs/rules.md, "Rich email")."""
+        the message (docs/rules.md, "Rich email through the providers")."""
         return list(tags)
 
     def metadata_carried(self, metadata: dict[str, str]) -> dict[str, str]:

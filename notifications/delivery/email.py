@@ -38,9 +38,9 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
 
 
 def outgoing_email(job: Job, *, sender: str) -> OutgoingEmail:
-    """The message an email job's payload describes (docs/rules.md, "Rich email"): ``cc`` and ``bcc`` without the
-    suppressed addresses named in ``skippedRecipients``, ``replyTo`` as a list. A key the client did not send stays
-    empty, so a plain email costs a few lookups more than before."""
+    """The message an email job's payload describes (docs/rules.md, "Rich email through the providers"): ``cc`` and
+    ``bcc`` without the suppressed addresses named in ``skippedRecipients``, ``replyTo`` as a list. A key the client
+    did not send stays empty, so a plain email costs a few lookups more than before."""
     payload = job.payload
     skipped = {entry["email"].lower() for entry in payload.get("skippedRecipients", ())}
     reply_to = payload.get("replyTo", ())
