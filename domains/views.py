@@ -19,7 +19,7 @@ from core.api.schema import (
     error_responses,
     response_links,
 )
-from core.api.serializers import RequestSerializer
+from core.api.serializers import BodySerializer
 from core.errors import (
     DomainExists,
     DomainNeedsProviderKey,
@@ -88,7 +88,7 @@ class DomainRequestView(AccountHolderView):
     key_modes = {"POST": LIVE_ONLY}
 
     @extend_schema_serializer(component_name="DomainRequest")
-    class InputSerializer(RequestSerializer):
+    class InputSerializer(BodySerializer):
         domain = DomainNameField()
 
     @extend_schema(
@@ -115,8 +115,9 @@ class DomainRequestView(AccountHolderView):
                 descriptions={
                     **SESSION_ERROR_DESCRIPTIONS,
                     400: ErrorAnswer(
-                        "The body breaks a rule (the message names it), the account has no provider key that can "
-                        "register a domain, or the API key was sent in both headers.",
+                        "The body holds a field the operation does not take or breaks a rule (the message names "
+                        "it), the account has no provider key that can register a domain, or the API key was sent "
+                        "in both headers.",
                         *BODY_REFUSALS,
                         DomainNeedsProviderKey,
                         NoProviderCanRegister,

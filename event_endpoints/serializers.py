@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from core.api.fields import HttpsUrlField, IsoDateTimeField, OneOfField, StrictField
 from core.api.pages import PaginationSerializer
-from core.api.serializers import RequestSerializer
+from core.api.serializers import BodySerializer
 from event_endpoints.models import EventDeliveryStatus, EventType
 from notifications.delivery.http import is_refused_target
 
@@ -35,7 +35,7 @@ class EventTypesField(StrictField):
 
 # (Comments, not docstrings, on the output serializers: drf-spectacular shows docstrings to API clients.)
 @extend_schema_serializer(component_name="EventEndpointRequest")
-class EventEndpointRequestSerializer(RequestSerializer):
+class EventEndpointRequestSerializer(BodySerializer):
     url = HttpsUrlField(refused=is_refused_target)
     events = EventTypesField()
 

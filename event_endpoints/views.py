@@ -63,8 +63,9 @@ class EventEndpointsView(ApiKeyView):
                 429,
                 descriptions={
                     400: ErrorAnswer(
-                        "The URL is not an HTTPS URL or points to a local address, `events` is not a non-empty "
-                        "list, or names an unknown type (the message names it).",
+                        "The body holds a field the operation does not take, the URL is not an HTTPS URL or points "
+                        "to a local address, `events` is not a non-empty list, or names an unknown type (the message "
+                        "names it).",
                         *BODY_REFUSALS,
                     ),
                     409: ErrorAnswer(f"The account has {ENDPOINTS_PER_ACCOUNT} endpoints already.", EventEndpointLimit),

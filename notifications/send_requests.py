@@ -21,7 +21,7 @@ from core.api.fields import (
     TextField,
     ZonedDateTimeField,
 )
-from core.api.serializers import RequestSerializer
+from core.api.serializers import BodySerializer
 from notifications.delivery.http import is_refused_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Priority
@@ -93,7 +93,7 @@ ROUTING_PAIR_RULES = {
 
 
 @extend_schema_serializer(component_name="EmailRequest")
-class EmailRequestSerializer(RequestSerializer):
+class EmailRequestSerializer(BodySerializer):
     body_rules = ROUTING_PAIR_RULES
 
     to = EmailAddressField()
@@ -123,7 +123,7 @@ class EmailRequestSerializer(RequestSerializer):
 
 
 @extend_schema_serializer(component_name="WebhookRequest")
-class WebhookRequestSerializer(RequestSerializer):
+class WebhookRequestSerializer(BodySerializer):
     url = HttpsUrlField(refused=is_refused_target)
     payload = JsonObjectField()
     method = OneOfField(choices=WEBHOOK_METHODS, required=False)

@@ -360,6 +360,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.wrap_responses_in_envelope",
         "core.api.schema.attach_response_links",
+        "core.api.schema.close_request_bodies",
     ],
     # Swagger UI shows the operations' groups in this order (an operation's tag is its path's first segment after
     # /api/v1): what a client calls first, the account holder's next, the staff-only admin operations last.

@@ -12,7 +12,7 @@ from accounts.authentication import request_account
 from core.api.fields import EMAIL_SCHEMA, EmailAddressField, OneOfField
 from core.api.pages import Page, PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
-from core.api.serializers import RequestSerializer
+from core.api.serializers import BodySerializer
 from core.errors import AddressSuppressed, SuppressionNotFound
 from suppressions.models import SuppressionReason
 from suppressions.selectors import normalized_address, suppression_list
@@ -32,7 +32,7 @@ class SuppressionsView(ApiKeyView):
     key_modes = {"GET": LIVE_ONLY, "POST": LIVE_ONLY}
 
     @extend_schema_serializer(component_name="SuppressionRequest")
-    class InputSerializer(RequestSerializer):
+    class InputSerializer(BodySerializer):
         email = EmailAddressField()
 
     @extend_schema(
@@ -86,8 +86,8 @@ class SuppressionsView(ApiKeyView):
                 429,
                 descriptions={
                     400: ErrorAnswer(
-                        "The body breaks a rule (the message names the field), is not a JSON object, or the API "
-                        "key was sent in both headers.",
+                        "The body holds a field the operation does not take, breaks a rule (the message names the "
+                        "field), is not a JSON object, or the API key was sent in both headers.",
                         *BODY_REFUSALS,
                     ),
                     409: ErrorAnswer("The address is on the list already, for any reason.", AddressSuppressed),

@@ -68,6 +68,21 @@ class ValidationFailed(ApiError):
         super().__init__()
 
 
+class UnknownField(ValidationFailed):
+    """A body holds a field its operation does not know: refused before any field is checked, never dropped
+    (docs/rules.md, "Order of checks on a send"). The message names the first such field in the body's order."""
+
+    code = "unknown_field"
+
+    @staticmethod
+    def reason_for(name: str) -> str:
+        return f"Unknown field: {name}"
+
+
+# The refusals a serializer names by its ValidationError's code; any other is validation_failed.
+CODED_VALIDATION: dict[str, type[ValidationFailed]] = {UnknownField.code: UnknownField}
+
+
 class ApiKeyMissing(ApiError):
     status = 401
     code = "api_key_missing"
@@ -195,11 +210,22 @@ def error_status(condition: type[CodedError]) -> int:
 
 def first_message(detail: Any) -> str:
     """The first human message inside a DRF error detail (dicts keep field order)."""
+    return str(_first_detail(detail))
+
+
+def _first_detail(detail: Any) -> Any:
     if isinstance(detail, dict):
-        return first_message(next(iter(detail.values()), "Invalid request"))
+        return _first_detail(next(iter(detail.values()), "Invalid request"))
     if isinstance(detail, list):
-        return first_message(detail[0]) if detail else "Invalid request"
-    return str(detail)
+        return _first_detail(detail[0]) if detail else "Invalid request"
+    return detail
+
+
+def validation_failed(detail: Any) -> ValidationFailed:
+    """A serializer's refusal as the API answers it: its first message, with the code that message was raised
+    with where CODED_VALIDATION names it (an ``ErrorDetail`` keeps its code), else ``validation_failed``."""
+    first = _first_detail(detail)
+    return CODED_VALIDATION.get(getattr(first, "code", ""), ValidationFailed)(reason=str(first))
 
 
 def coded_error(exc: Exception, request: Request) -> CodedError:
@@ -208,7 +234,7 @@ def coded_error(exc: Exception, request: Request) -> CodedError:
     if isinstance(exc, CodedError):
         return exc
     if isinstance(exc, exceptions.ValidationError):
-        return ValidationFailed(reason=first_message(exc.detail))
+        return validation_failed(exc.detail)
     if isinstance(exc, Http404 | exceptions.NotFound):
         return PathNotFound()
     if isinstance(exc, exceptions.NotAuthenticated):

@@ -33,6 +33,7 @@ from core.api.exceptions import (
     LengthRequired,
     PayloadTooLarge,
     RateLimited,
+    UnknownField,
     UnsupportedMediaType,
     ValidationFailed,
 )
@@ -106,8 +107,14 @@ ERROR_DESCRIPTIONS: dict[int, ErrorAnswer] = {
         "The API key's rate limit for the rolling minute is used up. No `Retry-After` is sent.", RateLimited
     ),
 }
-# A body's refusals before any rule of the operation: its fields, or the body itself; and both key headers.
-BODY_REFUSALS: tuple[type[CodedError], ...] = (ApiKeyInBothHeaders, ValidationFailed, *PARSER_REFUSALS)
+# A body's refusals before any rule of the operation: its fields (one it does not know among them), or the body
+# itself; and both key headers.
+BODY_REFUSALS: tuple[type[CodedError], ...] = (
+    ApiKeyInBothHeaders,
+    UnknownField,
+    ValidationFailed,
+    *PARSER_REFUSALS,
+)
 # What a list operation's 400 means.
 QUERY_REFUSED = ErrorAnswer(
     "A query parameter is invalid (the message names it), or the API key was sent in both headers.",
@@ -252,6 +259,21 @@ def attach_response_links(result: dict[str, Any], **kwargs: Any) -> dict[str, An
         for operation in operations.values():
             for status, links in operation.pop(LINKS_EXTENSION, {}).items():
                 operation["responses"][status]["links"] = links
+    return result
+
+
+def close_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: each request body's component allows no property it does not list
+    (``additionalProperties: false``), as the API refuses a body field it does not know (``BodySerializer``; a
+    batch's items are single send bodies, whose components these are as well)."""
+    components = result.get("components", {}).get("schemas", {})
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                body = media.get("schema", {})
+                if "$ref" in body:
+                    body = components[body["$ref"].removeprefix("#/components/schemas/")]
+                body["additionalProperties"] = False
     return result
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from functools import cache
 from typing import Any, ClassVar, TypeVar
 
 from rest_framework import serializers
+
+from core.api.exceptions import UnknownField
 
 FieldT = TypeVar("FieldT", bound=serializers.Field)
 
@@ -24,6 +28,32 @@ class RequestSerializer(serializers.Serializer):
     # Off the framework's road: docs/departures.md, "cloned-fields".
     def get_fields(self) -> dict[str, serializers.Field]:
         return {name: _clone(field) for name, field in self._declared_fields.items()}
+
+
+# A serializer of a JSON request body, which refuses a field it does not know (docs/rules.md, "Order of checks on a
+# send"): first, before any field is checked, as Stripe refuses an unknown parameter, so that a client learns at once
+# that the field it counts on is not one the API takes. Query strings keep RequestSerializer: the rule is a body's.
+class BodySerializer(RequestSerializer):
+    def to_internal_value(self, data: Any) -> Any:
+        # Anything but an object is the framework's to refuse, as for any serializer.
+        if isinstance(data, Mapping):
+            refuse_unknown_fields(data, known_fields(type(self)))
+        return super().to_internal_value(data)
+
+
+@cache
+def known_fields(kind: type[BodySerializer]) -> frozenset[str]:
+    """The names a body of ``kind`` may hold, once per class: its fields as ``get_fields`` gives them (where a
+    subclass may add one, as the email send's ``from``)."""
+    return frozenset(kind().get_fields())
+
+
+def refuse_unknown_fields(body: Mapping[str, Any], known: frozenset[str]) -> None:
+    """Raises ``unknown_field`` naming the first field of ``body``, in its order, that is not in ``known``."""
+    if known.issuperset(body):
+        return
+    name = next(name for name in body if name not in known)
+    raise serializers.ValidationError({name: [UnknownField.reason_for(name)]}, code=UnknownField.code)
 
 
 def _clone(field: FieldT) -> FieldT:

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from accounts.access import ANY_MODE, SENDS, ApiKeyView
 from accounts.authentication import request_account, request_in_test_mode
 from accounts.models import Account
-from core.api.exceptions import ValidationFailed, error_status, first_message
+from core.api.exceptions import ValidationFailed, error_status, validation_failed
 from core.api.fields import (
     OneOfField,
 )
@@ -28,6 +28,7 @@ from core.api.schema import (
     error_responses,
     response_links,
 )
+from core.api.serializers import refuse_unknown_fields
 from core.errors import (
     AccountInactive,
     CodedError,
@@ -82,8 +83,9 @@ def send_errors(*, refused: ErrorAnswer, not_permitted: ErrorAnswer) -> dict[int
 
 EMAIL_SEND_ERRORS = send_errors(
     refused=ErrorAnswer(
-        "The body breaks a rule (the message names the field) or is not a JSON object; the sender, or a provider, "
-        "is not one the account may use; or the API key was sent in both headers.",
+        "The body holds a field the operation does not take, breaks a rule (the message names the field) or is not "
+        "a JSON object; the sender, or a provider, is not one the account may use; or the API key was sent in both "
+        "headers.",
         *BODY_REFUSALS,
         PlatformSenderOnly,
         SenderOutsideDomain,
@@ -103,8 +105,8 @@ EMAIL_SEND_ERRORS = send_errors(
 )
 WEBHOOK_SEND_ERRORS = send_errors(
     refused=ErrorAnswer(
-        "The body breaks a rule (the message names the field), is not a JSON object, or the API key was sent in "
-        "both headers.",
+        "The body holds a field the operation does not take, breaks a rule (the message names the field), is not a "
+        "JSON object, or the API key was sent in both headers.",
         *BODY_REFUSALS,
     ),
     not_permitted=ErrorAnswer(
@@ -218,6 +220,8 @@ class SendWebhookView(SendView):
         )
 
 
+# What a batch's body holds besides its items: nothing.
+BATCH_FIELDS = frozenset({"items"})
 BATCH_SIZE_MESSAGE = f"items must hold 1 to {BATCH_MAX_ITEMS} notifications"
 ITEM_NOT_OBJECT_MESSAGE = "Each item must be a JSON object"
 BATCH_ITEM_STATUSES = [400, 403, 409]
@@ -263,8 +267,8 @@ def batch_request(component: str, item: type[serializers.Serializer]) -> Any:
 def batch_errors(send_errors: dict[int, Any]) -> dict[int, Any]:
     """A single send's answers for the batch as a whole: its own refusals, and the quota or the account for all."""
     refused = ErrorAnswer(
-        f"`items` is not a list of 1 to {BATCH_MAX_ITEMS} entries, the body is not a JSON object, or the API key was "
-        "sent in both headers.",
+        f"The body holds a field other than `items`, `items` is not a list of 1 to {BATCH_MAX_ITEMS} entries, the "
+        "body is not a JSON object, or the API key was sent in both headers.",
         *BODY_REFUSALS,
     )
     not_permitted = ErrorAnswer(
@@ -293,6 +297,7 @@ class SendBatchView(ApiKeyView):
         return ListCap(field="items", max_entries=BATCH_MAX_ITEMS, max_entry_chars=settings.API_MAX_BODY_BYTES)
 
     def post(self, request: Request) -> Response:
+        refuse_unknown_fields(request.data, BATCH_FIELDS)
         items = request.data.get("items")
         if not isinstance(items, list) or not 1 <= len(items) <= BATCH_MAX_ITEMS:
             raise ValidationFailed(reason=BATCH_SIZE_MESSAGE)
@@ -309,7 +314,7 @@ class SendBatchView(ApiKeyView):
         try:
             return self.send.new_job(account, checker.run_validation(item), test=test)
         except serializers.ValidationError as refusal:
-            return ValidationFailed(reason=first_message(refusal.detail))
+            return validation_failed(refusal.detail)
         except CodedError as refusal:
             return refusal
 

@@ -253,6 +253,11 @@ def invalid_field(request: pytest.FixtureRequest) -> Any:
     return client(request).send_webhook(url="http://hooks.example.com/in")
 
 
+@answers("unknown_field", 400, "Unknown field: colour")
+def unknown_field(request: pytest.FixtureRequest) -> Any:
+    return client(request).send_webhook(colour="teal")
+
+
 @answers("invalid_json", 400, "Request body must be valid JSON")
 def not_json(request: pytest.FixtureRequest) -> Any:
     return post_raw(client(request), WEBHOOK, '{"url": ')

@@ -208,6 +208,7 @@ def test_each_request_body_has_its_own_component(schema: dict[str, Any], path: s
     assert body["content"]["application/json"]["schema"] == {"$ref": f"#/components/schemas/{name}"}
     assert set(component(schema, name)["properties"]) == properties
     assert set(component(schema, name)["required"]) == required
+    assert component(schema, name)["additionalProperties"] is False
 
 
 @pytest.mark.parametrize(("kind", "item"), [("email", "EmailRequest"), ("webhook", "WebhookRequest")])

@@ -137,6 +137,25 @@ def test_a_batch_that_is_not_a_list_of_1_to_100_items_is_refused_whole(startup: 
     assert not Job.objects.filter(account=startup.account).exists()
 
 
+def test_an_item_with_an_unknown_field_is_refused_in_its_slot_and_the_others_accepted(free: Client) -> None:
+    items = _items(free.post(EMAIL_BATCH, {"items": [EMAIL, {**EMAIL, "colour": "teal"}, EMAIL]}))
+
+    single = free.send_email(colour="teal").json()
+    assert [item["status"] for item in items] == ["pending", 400, "pending"]
+    assert items[1] == _refused(400, "Unknown field: colour", "unknown_field")
+    assert items[1] == _refused(400, single["error"], single["code"])
+    assert Job.objects.filter(account=free.account).count() == 2
+
+
+@pytest.mark.parametrize("items", [[_hook(0)], []], ids=["valid items", "no items"])
+def test_a_batch_body_with_an_unknown_field_is_refused_whole_before_its_items(startup: Client, items: Any) -> None:
+    body = {"items": items, "colour": "teal"}
+
+    assert_error(startup.post(WEBHOOK_BATCH, body), 400, "Unknown field: colour", "unknown_field")
+    assert_error(startup.post(EMAIL_BATCH, body), 400, "Unknown field: colour", "unknown_field")
+    assert not Job.objects.filter(account=startup.account).exists()
+
+
 def test_a_batch_body_that_is_not_an_object_is_refused_as_any_body_is(startup: Client) -> None:
     assert_error(startup.post(WEBHOOK_BATCH, [_hook(0)]), 400, "Request body must be a JSON object", "body_not_object")
 
