@@ -26,7 +26,7 @@ class APITimeoutError(APIConnectionError):
 
 
 class ValidationError(NotifyHubError):
-    """400: a field breaks its rule, or the request is malformed."""
+    """400: a field breaks its rule, the body holds a field the API does not know, or the request is malformed."""
 
 
 class AuthenticationError(NotifyHubError):
