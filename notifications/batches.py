@@ -24,8 +24,8 @@ from notifications.models import Job, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
 from notifications.outcomes import finished_jobs_announce_soon
 from notifications.selectors import idempotency_keys_taken
-from notifications.services import announces_finish
-from suppressions.selectors import normalized_address, suppression_reasons
+from notifications.services import announces_finish, email_recipients, recipients_suppressed
+from suppressions.selectors import suppression_reasons
 from suppressions.services import suppressed_message
 
 BATCH_MAX_ITEMS = 100
@@ -75,13 +75,15 @@ def _duplicates_refused(account: Account, slots: Sequence[Slot], *, test: bool) 
 
 
 def _arrival_failures(account: Account, jobs: Sequence[Job]) -> dict[UUID, store.ArrivalFailure]:
-    """The emails among ``jobs`` to addresses on the account's suppression list, by job id, failed on arrival."""
+    """The emails among ``jobs`` to addresses on the account's suppression list, by job id, failed on arrival; the
+    others' listed cc and bcc noted skipped (recipients_suppressed). One read for every item's recipients."""
     emails = [job for job in jobs if job.type == JobType.EMAIL]
-    reasons = suppression_reasons(account_id=account.pk, emails=[job.payload["to"] for job in emails])
+    recipients = [address for job in emails for address in email_recipients(job.payload)]
+    reasons = suppression_reasons(account_id=account.pk, emails=recipients)
     return {
         job.id: store.ArrivalFailure.of(job, error=suppressed_message(reason))
         for job in emails
-        if (reason := reasons.get(normalized_address(job.payload["to"])))
+        if (reason := recipients_suppressed(job, reasons))
     }
 
 

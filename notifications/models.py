@@ -31,6 +31,11 @@ class Priority(models.IntegerChoices):
     LOW = 10
 
 
+# An email job's payload key for its cc and bcc on the suppression list, left out of its message:
+# [{"email", "reason"}] (docs/suppressions.md).
+SKIPPED_RECIPIENTS = "skippedRecipients"
+
+
 class Job(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="jobs")

@@ -31,6 +31,7 @@ from core.errors import (
     ProviderNotConfigured,
     RoutingNeedsPaidPlan,
 )
+from core.mailbox import mailbox_parse
 from domains.services import sender_address
 from notifications.models import Job
 from providers.base import Credentials
@@ -71,8 +72,12 @@ def _check_free_plan(*, sender: str | None, priority: int | None, provider: str 
         raise RoutingNeedsPaidPlan()
     if priority is not None:
         raise PriorityNeedsPaidPlan()
-    if sender is not None and sender.lower() != platform_sender():
-        raise PlatformSenderOnly(sender=sender, platform_sender=platform_sender())
+    if sender is None:
+        return
+    # A display name goes out as given; the address inside is the one judged (docs/rules.md, "Rich email").
+    address = mailbox_parse(sender).address
+    if address.lower() != platform_sender():
+        raise PlatformSenderOnly(sender=address, platform_sender=platform_sender())
 
 
 @dataclass(frozen=True)

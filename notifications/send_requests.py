@@ -14,12 +14,18 @@ from rest_framework import serializers
 
 from core.api.fields import (
     EmailAddressField,
+    EmailListField,
     HeadersField,
     HttpsUrlField,
     JsonObjectField,
+    MailboxField,
     OneOfField,
+    ReplyToField,
+    TagsField,
     TextField,
     ZonedDateTimeField,
+    email_headers_field,
+    metadata_field,
 )
 from core.api.serializers import BodySerializer
 from notifications.delivery.http import is_refused_target
@@ -92,6 +98,19 @@ ROUTING_PAIR_RULES = {
 }
 
 
+# A message's recipients, `to`, `cc` and `bcc` together (docs/rules.md, "Rich email").
+MAX_RECIPIENTS = 50
+TOO_MANY_RECIPIENTS = f"A message may have at most {MAX_RECIPIENTS} recipients"
+# The metadata key NotifyHub sets on every message it hands a provider (providers/base.py), by which the provider's
+# events find their job: a holder's own would mislead them.
+RESERVED_METADATA_KEYS = ("job_id",)
+
+
+def recipient_list_field() -> EmailListField:
+    # `to` is always one of the message's recipients.
+    return EmailListField(max_items=MAX_RECIPIENTS - 1, too_many=TOO_MANY_RECIPIENTS, required=False)
+
+
 @extend_schema_serializer(component_name="EmailRequest")
 class EmailRequestSerializer(BodySerializer):
     body_rules = ROUTING_PAIR_RULES
@@ -104,22 +123,44 @@ class EmailRequestSerializer(BodySerializer):
     provider = provider_field()
     fallback = provider_field()
     sendAt = SendAtField()
+    cc = recipient_list_field()
+    bcc = recipient_list_field()
+    replyTo = ReplyToField(required=False)
+    text = TextField(max_length=EMAIL_BODY_MAX_LENGTH, required=False)
+    headers = email_headers_field()
+    tags = TagsField(required=False)
+    metadata = metadata_field(reserved=RESERVED_METADATA_KEYS)
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # Declared here because "from" is a Python keyword; placed after "body" so
         # errors are reported in the order docs/rules.md lists the fields.
         fields = list(super().get_fields().items())
         after_body = [name for name, _ in fields].index("body") + 1
-        fields.insert(after_body, ("from", EmailAddressField(required=False)))
+        fields.insert(after_body, ("from", MailboxField(required=False)))
         return dict(fields)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "cc" in attrs or "bcc" in attrs:
+            _check_recipients(attrs["to"], attrs.get("cc", []), attrs.get("bcc", []))
         provider, fallback = attrs.get("provider"), attrs.get("fallback")
         if fallback is not None and provider is None:
             raise serializers.ValidationError("`fallback` requires `provider` to be set")
         if fallback is not None and fallback == provider:
             raise serializers.ValidationError("`provider` and `fallback` must be different")
         return attrs
+
+
+def _check_recipients(to: str, cc: list[str], bcc: list[str]) -> None:
+    """The whole message's rules, once each field passed its own: at most MAX_RECIPIENTS, none twice (compared
+    without case, as mailboxes and the suppression list compare them)."""
+    if 1 + len(cc) + len(bcc) > MAX_RECIPIENTS:
+        raise serializers.ValidationError(TOO_MANY_RECIPIENTS)
+    seen = {to.lower()}
+    for field, addresses in (("cc", cc), ("bcc", bcc)):
+        for index, address in enumerate(addresses):
+            if address.lower() in seen:
+                raise serializers.ValidationError(f"{field}[{index}] repeats the recipient {address}")
+            seen.add(address.lower())
 
 
 @extend_schema_serializer(component_name="WebhookRequest")

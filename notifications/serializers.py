@@ -6,13 +6,15 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
+from rest_framework.fields import SkipField
 
 from core.api.envelope import iso_utc
 from core.api.fields import IsoDateTimeField, OneOfField
 from core.api.pages import PaginationSerializer
-from notifications.models import Job, JobStatus, JobType, Priority
+from notifications.models import SKIPPED_RECIPIENTS, Job, JobStatus, JobType, Priority
 from notifications.selectors import job_payload_for_owner, job_payload_for_staff
 from providers.names import EmailEventType, ProviderName
+from suppressions.models import SuppressionReason
 
 # The values the job fields take, for the OpenAPI document's enums.
 JOB_FIELD_CHOICES: dict[str, list[str] | list[int]] = {
@@ -98,15 +100,43 @@ SECRET_HEADERS_SHOWN = "secret_headers_shown"
 
 # The payload as the owner sent it, a webhook's secret header values included, for a caller the context's
 # SECRET_HEADERS_SHOWN lets see them; for any other, with them masked as they are stored.
+# An email's skipped recipients are shown beside it (JobDetailSerializer's skippedRecipients), not in it.
 class OwnerPayloadField(serializers.JSONField):
     def get_attribute(self, instance: Job) -> dict[str, Any]:
-        if self.context.get(SECRET_HEADERS_SHOWN):
-            return job_payload_for_owner(instance)
-        return job_payload_for_staff(instance)
+        payload = (
+            job_payload_for_owner(instance)
+            if self.context.get(SECRET_HEADERS_SHOWN)
+            else job_payload_for_staff(instance)
+        )
+        if SKIPPED_RECIPIENTS in payload:
+            return {name: value for name, value in payload.items() if name != SKIPPED_RECIPIENTS}
+        return payload
+
+
+class SkippedRecipientSerializer(serializers.Serializer):
+    email = serializers.CharField()
+    reason = OneOfField(choices=SuppressionReason.values)
+
+
+# An email job's cc and bcc on the suppression list, left out of its message; none on a webhook job.
+class SkippedRecipientsField(serializers.ListField):
+    child = SkippedRecipientSerializer()
+
+    def get_attribute(self, instance: Job) -> list[dict[str, str]]:
+        if instance.type != JobType.EMAIL:
+            raise SkipField()
+        skipped: list[dict[str, str]] = instance.payload.get(SKIPPED_RECIPIENTS, [])
+        return skipped
 
 
 class JobDetailSerializer(JobSlimSerializer):
     payload = OwnerPayloadField()
+    skippedRecipients = SkippedRecipientsField(
+        source="*",
+        required=False,
+        help_text="On an email job only: its `cc` and `bcc` addresses on the account's suppression list, left out of "
+        "the message, each with the list's `reason`; empty when none was.",
+    )
     maxAttempts = serializers.IntegerField(source="max_attempts")
     startedAt = IsoDateTimeField(source="started_at", allow_null=True)
     nextAttemptAt = IsoDateTimeField(source="next_attempt_at", allow_null=True)

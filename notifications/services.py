@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -30,7 +30,7 @@ from notifications.destination import job_destination
 from notifications.engine import store
 from notifications.engine.queue import job_enqueue
 from notifications.engine.transitions import NextState
-from notifications.models import DestinationHealth, Job, JobStatus, JobType
+from notifications.models import SKIPPED_RECIPIENTS, DestinationHealth, Job, JobStatus, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
 from notifications.outcomes import finished_jobs_announce_soon
 from notifications.quota import counts_against_quota
@@ -39,7 +39,7 @@ from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
 from providers.base import OutgoingEmail, build_message
 from providers.failover import send_with_failover
-from suppressions.selectors import suppression_reason
+from suppressions.selectors import normalized_address, suppression_reason, suppression_reasons
 from suppressions.services import suppressed_message
 
 REQUEUED_MESSAGE = "Job has been re-queued for processing"
@@ -104,13 +104,31 @@ def email_job_new(
     idempotency_key: str | None = None,
     send_at: datetime | None = None,
     test: bool = False,
+    cc: list[str] | None = None,
+    bcc: list[str] | None = None,
+    reply_to: str | list[str] | None = None,
+    text: str | None = None,
+    headers: dict[str, str] | None = None,
+    tags: list[str] | None = None,
+    metadata: dict[str, str] | None = None,
 ) -> Job:
     """An email job that the account's plan and setup allow, not stored yet; raises the DomainError of the rule
-    it breaks (notifications/routing.py). ``test``: sent with a test key (docs/rules.md, "Test mode")."""
+    it breaks (notifications/routing.py). ``test``: sent with a test key (docs/rules.md, "Test mode"). The rich
+    email's fields are stored as sent, each under the API's name and only when sent (docs/rules.md, "Rich email")."""
     email_routing_check(account=account, sender=sender, priority=priority, provider=provider, fallback=fallback)
     payload: dict[str, Any] = {"to": to, "subject": subject, "body": body}
     if sender is not None:
         payload["from"] = sender
+    rich = {
+        "cc": cc,
+        "bcc": bcc,
+        "replyTo": reply_to,
+        "text": text,
+        "headers": headers,
+        "tags": tags,
+        "metadata": metadata,
+    }
+    payload.update((name, value) for name, value in rich.items() if value is not None)
     return _new_job(
         account=account,
         type=JobType.EMAIL,
@@ -154,10 +172,44 @@ def webhook_job_new(
 
 def job_store(job: Job) -> Job:
     """Stores a new job and queues it once committed; an email to a suppressed address is stored failed on arrival
-    instead. Raises DuplicateRequest, or the account's QuotaExceeded, and then nothing is stored."""
-    if job.type == JobType.EMAIL and (reason := suppression_reason(account_id=job.account.pk, email=job.payload["to"])):
+    instead, and one to a suppressed cc or bcc notes it skipped. Raises DuplicateRequest, or the account's
+    QuotaExceeded, and then nothing is stored."""
+    if job.type == JobType.EMAIL and (reason := _suppressions_applied(job)):
         return _job_failed_on_arrival(job, error=suppressed_message(reason))
     return _job_create(job)
+
+
+def _suppressions_applied(job: Job) -> str | None:
+    """Why the email job's `to` is on its account's suppression list, else None, its listed cc and bcc noted
+    (recipients_suppressed): one query for all its recipients."""
+    payload = job.payload
+    if "cc" not in payload and "bcc" not in payload:
+        # A plain email's one lookup in the unique index (docs/departures.md, "raw-sql-suppression-check").
+        return suppression_reason(account_id=job.account.pk, email=payload["to"])
+    reasons = suppression_reasons(account_id=job.account.pk, emails=email_recipients(payload))
+    return recipients_suppressed(job, reasons)
+
+
+def email_recipients(payload: dict[str, Any]) -> list[str]:
+    """Every address an email job's payload sends to: `to`, then its cc and bcc."""
+    return [payload["to"], *payload.get("cc", ()), *payload.get("bcc", ())]
+
+
+def recipients_suppressed(job: Job, reasons: Mapping[str, str]) -> str | None:
+    """The suppression list, as ``reasons`` (by normalized address) holds it for the new email job's recipients,
+    applied to the job (docs/suppressions.md): the reason its `to` is listed, which fails it on arrival; else None,
+    and its listed cc and bcc noted under the payload's `skippedRecipients`, which its delivery leaves out."""
+    payload = job.payload
+    if reason := reasons.get(normalized_address(payload["to"])):
+        return reason
+    skipped = [
+        {"email": address, "reason": reason}
+        for address in [*payload.get("cc", ()), *payload.get("bcc", ())]
+        if (reason := reasons.get(normalized_address(address)))
+    ]
+    if skipped:
+        payload[SKIPPED_RECIPIENTS] = skipped
+    return None
 
 
 def _stored(new_job: Callable[P, Job]) -> Callable[P, Job]:

@@ -19,6 +19,13 @@ from rest_framework import serializers
 
 from core.api.envelope import iso_utc_or_none
 from core.errors import UrlNotPublic
+from core.mailbox import (
+    DISPLAY_NAME_MAX_LENGTH,
+    NAMED_ADDRESS_MAX_LENGTH,
+    NAMED_ADDRESS_PATTERN,
+    display_name_text,
+    is_named_address,
+)
 
 # RFC 9110 field-name token.
 HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -70,10 +77,11 @@ class StrictField(serializers.Field):
         template = self.required_message if key in ("required", "null") else self.invalid_message
         self.reject(template)
 
-    def reject(self, template: str, **details: object) -> NoReturn:
-        """Refuses the value with ``template`` naming the field as ``{name}``; what the client sent goes in
+    def reject(self, template: str, *, at: str = "", **details: object) -> NoReturn:
+        """Refuses the value with ``template`` naming the field as ``{name}`` (followed by ``at``, the part of it
+        refused: ``[3]`` for a list's fourth item, ``.X-Tag`` for an object's entry); what the client sent goes in
         ``details``, never into the template, whose braces would otherwise be the client's to write."""
-        raise serializers.ValidationError(template.format(name=self.field_name, **details), code="invalid")
+        raise serializers.ValidationError(template.format(name=f"{self.field_name}{at}", **details), code="invalid")
 
     def to_representation(self, value: Any) -> Any:
         return value
@@ -135,15 +143,20 @@ class EmailAddressField(StrictField):
     invalid_message = required_message = "{name} must be an email"
 
     def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str) or len(data) > EMAIL_MAX_LENGTH:
-            self.fail("invalid")
-        try:
-            validate_email(data)
-        except DjangoValidationError:
-            self.fail("invalid")
-        if not is_domain_name(data.rpartition("@")[2]):
+        if not is_email_address(data):
             self.fail("invalid")
         return data
+
+
+def is_email_address(data: Any) -> bool:
+    """Whether ``data`` is an address :class:`EmailAddressField` takes."""
+    if not isinstance(data, str) or len(data) > EMAIL_MAX_LENGTH:
+        return False
+    try:
+        validate_email(data)
+    except DjangoValidationError:
+        return False
+    return is_domain_name(data.rpartition("@")[2])
 
 
 URL_MAX_LENGTH = 2048
@@ -258,6 +271,260 @@ class HeadersField(StrictField):
             if not HEADER_VALUE.fullmatch(value):
                 self.reject("{name} has an invalid value for {header}", header=name)
         return data
+
+
+# Rich email's fields (docs/rules.md, "Rich email").
+
+EMAIL_REFUSED = "{name} must be an email"
+NAMED_ADDRESS_SCHEMA = {
+    "type": "string",
+    "maxLength": NAMED_ADDRESS_MAX_LENGTH,
+    "pattern": whole_value(NAMED_ADDRESS_PATTERN),
+}
+# An address, bare or with a display name before it in brackets.
+MAILBOX_SCHEMA = {"anyOf": [EMAIL_SCHEMA, NAMED_ADDRESS_SCHEMA]}
+
+
+def mailbox_refusal(value: Any) -> str | None:
+    """Why ``value`` is not an address with an optional display name (core/mailbox.py), as a message template naming
+    it ``{name}``; None when it is one."""
+    if not isinstance(value, str) or not value.endswith(">"):
+        return None if is_email_address(value) else EMAIL_REFUSED
+    name, _, address = value[:-1].rpartition("<")
+    if "\r" in name or "\n" in name:
+        return "{name}'s display name must be a single line"
+    if len(display_name_text(name.rstrip(" "))) > DISPLAY_NAME_MAX_LENGTH:
+        return f"{{name}}'s display name must be at most {DISPLAY_NAME_MAX_LENGTH} characters"
+    if not is_email_address(address):
+        return EMAIL_REFUSED
+    if not is_named_address(value):
+        return '{name} must be an email, or a name and an email as "Name <email>"; quote a name holding , ; : @ ( ) [ ]'
+    return None
+
+
+@extend_schema_field(MAILBOX_SCHEMA)
+class MailboxField(StrictField):
+    """An address, or a display name and the address in brackets: ``Acme Billing <billing@acme.com>``."""
+
+    invalid_message = required_message = EMAIL_REFUSED
+
+    def to_internal_value(self, data: Any) -> str:
+        if refusal := mailbox_refusal(data):
+            self.reject(refusal)
+        return str(data)
+
+
+REPLY_TO_MAX_ITEMS = 5
+
+
+@extend_schema_field(
+    {
+        "anyOf": [
+            MAILBOX_SCHEMA,
+            {"type": "array", "minItems": 1, "maxItems": REPLY_TO_MAX_ITEMS, "items": MAILBOX_SCHEMA},
+        ]
+    }
+)
+class ReplyToField(StrictField):
+    """One address (a display name allowed, as :class:`MailboxField`), or a list of 1 to 5."""
+
+    invalid_message = f"{{name}} must be an email or a list of 1 to {REPLY_TO_MAX_ITEMS} emails"
+
+    def to_internal_value(self, data: Any) -> str | list[str]:
+        if isinstance(data, str):
+            if refusal := mailbox_refusal(data):
+                self.reject(refusal)
+            return data
+        if not isinstance(data, list) or not 1 <= len(data) <= REPLY_TO_MAX_ITEMS:
+            self.fail("invalid")
+        for index, item in enumerate(data):
+            if refusal := mailbox_refusal(item):
+                self.reject(refusal, at=f"[{index}]")
+        return data
+
+
+class EmailListField(StrictField):
+    """A list of bare addresses, at most ``max_items``; ``too_many`` is the message past it. Its OpenAPI schema is
+    core.api.schema's ``EmailListFieldSchema``."""
+
+    invalid_message = "{name} must be a list of email addresses"
+
+    def __init__(self, *, max_items: int, too_many: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_items = max_items
+        self.too_many = too_many
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        if not isinstance(data, list):
+            self.fail("invalid")
+        if len(data) > self.max_items:
+            raise serializers.ValidationError(self.too_many, code="invalid")
+        for index, address in enumerate(data):
+            if not is_email_address(address):
+                self.reject(EMAIL_REFUSED, at=f"[{index}]")
+        return data
+
+    def schema(self) -> dict[str, Any]:
+        # uniqueItems: the send refuses an address given twice (the case aside), which the document can only say
+        # of the same text.
+        return {"type": "array", "maxItems": self.max_items, "uniqueItems": True, "items": EMAIL_SCHEMA}
+
+
+TAG = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_TAGS = 10
+TAGS_SCHEMA = {
+    "type": "array",
+    "maxItems": MAX_TAGS,
+    "items": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": whole_value(TAG.pattern)},
+}
+
+
+@extend_schema_field(TAGS_SCHEMA)
+class TagsField(StrictField):
+    invalid_message = "{name} must be a list of strings"
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        if not isinstance(data, list):
+            self.fail("invalid")
+        if len(data) > MAX_TAGS:
+            self.reject(f"{{name}} must hold at most {MAX_TAGS} tags")
+        for index, tag in enumerate(data):
+            if not isinstance(tag, str) or not TAG.fullmatch(tag):
+                self.reject("{name} must be 1 to 64 of A-Z, a-z, 0-9, _ and -", at=f"[{index}]")
+        return data
+
+
+class StringMapField(StrictField):
+    """An object of string values: at most ``max_entries``, each key matching ``key`` and none of ``refused_keys``
+    (compared as ``key_case`` folds them), each value at most ``value_max_length`` characters without NUL and, with
+    ``single_line_values``, without CR or LF. Its OpenAPI schema is :meth:`schema`."""
+
+    invalid_message = "{name} must be an object of string values"
+
+    def __init__(
+        self,
+        *,
+        max_entries: int,
+        key: re.Pattern[str],
+        key_refused: str,
+        refused_keys: Sequence[str],
+        any_case: bool,
+        value_max_length: int,
+        single_line_values: bool,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.max_entries = max_entries
+        self.key = key
+        self.key_refused = key_refused
+        # Each refused key as the messages name it, by the form compared.
+        self.refused_keys = {(name.lower() if any_case else name): name for name in refused_keys}
+        self.any_case = any_case
+        self.value_max_length = value_max_length
+        self.single_line_values = single_line_values
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        if not isinstance(data, dict):
+            self.fail("invalid")
+        if len(data) > self.max_entries:
+            self.reject(f"{{name}} must have at most {self.max_entries} entries")
+        for key, value in data.items():
+            self._check_key(key)
+            self._check_value(key, value)
+        return data
+
+    def _check_key(self, key: str) -> None:
+        if not self.key.fullmatch(key):
+            self.reject(self.key_refused, key=key)
+        if refused := self.refused_keys.get(key.lower() if self.any_case else key):
+            self.reject("{name} may not set {key}", key=refused)
+
+    def _check_value(self, key: str, value: Any) -> None:
+        at = f".{key}"
+        if not isinstance(value, str):
+            self.reject("{name} must be a string", at=at)
+        if len(value) > self.value_max_length:
+            self.reject(f"{{name}} must be at most {self.value_max_length} characters", at=at)
+        if self.single_line_values and ("\r" in value or "\n" in value):
+            self.reject("{name} must be a single line", at=at)
+        if "\0" in value:
+            self.reject("{name} must not contain NUL characters", at=at)
+
+    def schema(self) -> dict[str, Any]:
+        spelled = [
+            _in_either_case(name.lower()) if self.any_case else re.escape(name) for name in self.refused_keys.values()
+        ]
+        excluded = r"\x00\r\n" if self.single_line_values else r"\x00"
+        return {
+            "type": "object",
+            "maxProperties": self.max_entries,
+            "propertyNames": {
+                "pattern": whole_value(self.key.pattern),
+                "not": {"pattern": whole_value("|".join(spelled))},
+            },
+            "additionalProperties": {
+                "type": "string",
+                "maxLength": self.value_max_length,
+                "pattern": whole_value(f"[^{excluded}]*"),
+            },
+        }
+
+
+# RFC 5322's field name: printable ASCII but the colon.
+EMAIL_HEADER_NAME = re.compile(r"[!-9;-~]+")
+# What NotifyHub or the providers write on every message, and the unsubscribe headers a provider manages.
+EMAIL_HEADERS_REFUSED = (
+    "From",
+    "To",
+    "Cc",
+    "Bcc",
+    "Subject",
+    "Reply-To",
+    "Sender",
+    "Date",
+    "Message-ID",
+    "MIME-Version",
+    "Content-Type",
+    "Content-Transfer-Encoding",
+    "Content-Disposition",
+    "Return-Path",
+    "DKIM-Signature",
+    "Received",
+    "List-Unsubscribe",
+    "List-Unsubscribe-Post",
+)
+
+
+def email_headers_field() -> StringMapField:
+    """An email's own headers: at most 50, one line each of at most 998 characters (RFC 5322's line)."""
+    return StringMapField(
+        max_entries=MAX_HEADERS,
+        key=EMAIL_HEADER_NAME,
+        key_refused="{name} has an invalid header name: {key!r}",
+        refused_keys=EMAIL_HEADERS_REFUSED,
+        any_case=True,
+        value_max_length=998,
+        single_line_values=True,
+        required=False,
+    )
+
+
+METADATA_KEY = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
+def metadata_field(*, reserved: Sequence[str]) -> StringMapField:
+    """A message's metadata, which rides to the providers and back on its events: at most 20 entries, each value at
+    most 500 characters; ``reserved``, the keys NotifyHub sets itself."""
+    return StringMapField(
+        max_entries=20,
+        key=METADATA_KEY,
+        key_refused="{name} keys must be 1 to 40 of A-Z, a-z, 0-9, _ and -, not {key!r}",
+        refused_keys=reserved,
+        any_case=False,
+        value_max_length=500,
+        single_line_values=False,
+        required=False,
+    )
 
 
 # At least 1, at most nine digits, as PositiveIntegerParamField takes it.

@@ -218,6 +218,24 @@ class TextFieldSchema(OpenApiSerializerFieldExtension):
         return text_schema(max_length=self.target.max_length, single_line=self.target.single_line)
 
 
+class EmailListFieldSchema(OpenApiSerializerFieldExtension):
+    """``EmailListField``: an array of addresses, at most its ``max_items``."""
+
+    target_class = "core.api.fields.EmailListField"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
+        return self.target.schema()
+
+
+class StringMapFieldSchema(OpenApiSerializerFieldExtension):
+    """``StringMapField``: an object whose keys and values are as narrow as its checks."""
+
+    target_class = "core.api.fields.StringMapField"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
+        return self.target.schema()
+
+
 def _success_envelope(data_schema: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",

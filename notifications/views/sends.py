@@ -180,6 +180,13 @@ class SendEmailView(SendView):
             idempotency_key=data.get("idempotencyKey"),
             send_at=data.get("sendAt"),
             test=test,
+            cc=data.get("cc"),
+            bcc=data.get("bcc"),
+            reply_to=data.get("replyTo"),
+            text=data.get("text"),
+            headers=data.get("headers"),
+            tags=data.get("tags"),
+            metadata=data.get("metadata"),
         )
 
 
