@@ -126,7 +126,7 @@ class EmailRequestSerializer(BodySerializer):
     cc = recipient_list_field()
     bcc = recipient_list_field()
     replyTo = ReplyToField(required=False)
-    text = TextField(max_length=EMAIL_BODY_MAX_LENGTH, required=False)
+    text = TextField(max_length=EMAIL_BODY_MAX_LENGTH, required=False, required_message="{name} must be a string")
     headers = email_headers_field()
     tags = TagsField(required=False)
     metadata = metadata_field(reserved=RESERVED_METADATA_KEYS)

@@ -328,7 +328,7 @@ REPLY_TO_MAX_ITEMS = 5
 class ReplyToField(StrictField):
     """One address (a display name allowed, as :class:`MailboxField`), or a list of 1 to 5."""
 
-    invalid_message = f"{{name}} must be an email or a list of 1 to {REPLY_TO_MAX_ITEMS} emails"
+    invalid_message = required_message = f"{{name}} must be an email or a list of 1 to {REPLY_TO_MAX_ITEMS} emails"
 
     def to_internal_value(self, data: Any) -> str | list[str]:
         if isinstance(data, str):
@@ -347,7 +347,7 @@ class EmailListField(StrictField):
     """A list of bare addresses, at most ``max_items``; ``too_many`` is the message past it. Its OpenAPI schema is
     core.api.schema's ``EmailListFieldSchema``."""
 
-    invalid_message = "{name} must be a list of email addresses"
+    invalid_message = required_message = "{name} must be a list of email addresses"
 
     def __init__(self, *, max_items: int, too_many: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -381,7 +381,7 @@ TAGS_SCHEMA = {
 
 @extend_schema_field(TAGS_SCHEMA)
 class TagsField(StrictField):
-    invalid_message = "{name} must be a list of strings"
+    invalid_message = required_message = "{name} must be a list of strings"
 
     def to_internal_value(self, data: Any) -> list[str]:
         if not isinstance(data, list):
@@ -399,7 +399,7 @@ class StringMapField(StrictField):
     (compared as ``key_case`` folds them), each value at most ``value_max_length`` characters without NUL and, with
     ``single_line_values``, without CR or LF. Its OpenAPI schema is :meth:`schema`."""
 
-    invalid_message = "{name} must be an object of string values"
+    invalid_message = required_message = "{name} must be an object of string values"
 
     def __init__(
         self,

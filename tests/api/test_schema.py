@@ -21,12 +21,21 @@ from rest_framework import serializers
 
 from core.api.fields import (
     DOMAIN_NAME_SCHEMA,
+    EMAIL_SCHEMA,
     HEADERS_SCHEMA,
     HTTPS_URL_PATTERN,
+    MAILBOX_SCHEMA,
+    NAMED_ADDRESS_SCHEMA,
+    TAGS_SCHEMA,
     DomainNameField,
     HeadersField,
     HttpsUrlField,
+    MailboxField,
+    StringMapField,
+    TagsField,
     TextField,
+    email_headers_field,
+    metadata_field,
     text_pattern,
 )
 from notifications.views.sends import SendEmailView
@@ -79,7 +88,8 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
 REQUEST_BODIES = {
     ("/api/v1/notifications/email", "post"): (
         "EmailRequest",
-        {"to", "subject", "body", "from", "priority", "idempotencyKey", "provider", "fallback", "sendAt"},
+        {"to", "subject", "body", "from", "priority", "idempotencyKey", "provider", "fallback", "sendAt"}
+        | {"cc", "bcc", "replyTo", "text", "headers", "tags", "metadata"},
         {"to", "subject", "body"},
     ),
     ("/api/v1/notifications/webhook", "post"): (
@@ -242,11 +252,19 @@ def test_the_email_request_fields_have_their_types(schema: dict[str, Any]) -> No
     assert enum_of(schema, email["priority"]) == ("integer", [1, 5, 10])
     assert enum_of(schema, email["provider"]) == ("string", PROVIDERS)
     assert enum_of(schema, email["fallback"]) == ("string", PROVIDERS)
-    for name in ["to", "from"]:
-        assert email[name] == {"type": "string", "format": "email", "maxLength": 254}
-    for name, longest, single_line in [("subject", 998, True), ("body", 262_144, False), ("idempotencyKey", 255, True)]:
+    assert email["to"] == EMAIL_SCHEMA == {"type": "string", "format": "email", "maxLength": 254}
+    assert email["from"] == MAILBOX_SCHEMA == {"anyOf": [EMAIL_SCHEMA, NAMED_ADDRESS_SCHEMA]}
+    texts = [("subject", 998, True), ("body", 262_144, False), ("idempotencyKey", 255, True), ("text", 262_144, False)]
+    for name, longest, single_line in texts:
         pattern = text_pattern(single_line=single_line)
         assert email[name] == {"type": "string", "minLength": 1, "maxLength": longest, "pattern": pattern}
+    for name in ["cc", "bcc"]:
+        assert email[name] == {"type": "array", "maxItems": 49, "uniqueItems": True, "items": EMAIL_SCHEMA}
+    listed = {"type": "array", "minItems": 1, "maxItems": 5, "items": MAILBOX_SCHEMA}
+    assert email["replyTo"] == {"anyOf": [MAILBOX_SCHEMA, listed]}
+    assert email["tags"] == TAGS_SCHEMA
+    assert (email["headers"]["maxProperties"], email["headers"]["additionalProperties"]["maxLength"]) == (50, 998)
+    assert (email["metadata"]["maxProperties"], email["metadata"]["additionalProperties"]["maxLength"]) == (20, 500)
 
 
 def test_the_email_request_pairs_a_fallback_with_another_provider(schema: dict[str, Any]) -> None:
@@ -317,6 +335,59 @@ def test_a_header_in_the_document_is_one_the_field_takes(name: str, value: str) 
     in_document = in_document and documented(HEADERS_SCHEMA["additionalProperties"], value)
 
     assert in_document == accepts(HeadersField(), {name: value})
+
+
+def in_map_document(field: StringMapField, key: str, value: str) -> bool:
+    document = field.schema()
+    names = document["propertyNames"]
+    return (
+        documented(names, key)
+        and not documented(names["not"], key)
+        and documented(document["additionalProperties"], value)
+        and len(value) <= document["additionalProperties"]["maxLength"]
+    )
+
+
+email_header_names = st.text(st.sampled_from("aZ-_.!\n :\x00\x7fé~"), min_size=0, max_size=4) | st.sampled_from(
+    ["From", "cc", "bCC", "Reply-to", "message-id", "List-Unsubscribe-Post", "X-From", "Tos"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=email_header_names, value=st.text(st.sampled_from("a \t\n\r\x00\x7f~é:"), max_size=3))
+def test_an_email_header_in_the_document_is_one_the_field_takes(name: str, value: str) -> None:
+    field = email_headers_field()
+
+    assert in_map_document(field, name, value) == accepts(field, {name: value})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.text(st.sampled_from("aZ0_-. \n"), max_size=3) | st.sampled_from(["job_id", "JOB_ID", "k" * 40, "k" * 41]),
+    value=st.text(st.sampled_from("a \n\x00é"), max_size=3),
+)
+def test_a_metadata_entry_in_the_document_is_one_the_field_takes(key: str, value: str) -> None:
+    field = metadata_field(reserved=["job_id"])
+
+    assert in_map_document(field, key, value) == accepts(field, {key: value})
+
+
+@settings(max_examples=300, deadline=None)
+@given(tag=st.text(st.sampled_from("aZ09_- .\n"), max_size=3) | st.sampled_from(["t" * 64, "t" * 65]))
+def test_a_tag_in_the_document_is_one_the_field_takes(tag: str) -> None:
+    assert documented(TAGS_SCHEMA["items"], tag) == accepts(TagsField(), [tag])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.text(st.sampled_from('ab ,."\\<>()@\n\x00é'), max_size=4),
+    space=st.sampled_from(["", " ", "  "]),
+    address=st.sampled_from(["a@example.com", "a.b@mail.example.co.uk", "a@localhost", "a..b@example.com", "a@b"]),
+)
+def test_a_named_address_in_the_document_is_one_the_field_takes(name: str, space: str, address: str) -> None:
+    value = f"{name}{space}<{address}>"
+
+    assert documented(NAMED_ADDRESS_SCHEMA, value) == accepts(MailboxField(), value)
 
 
 @settings(max_examples=300, deadline=None)
