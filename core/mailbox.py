@@ -19,15 +19,15 @@ _NEVER_IN_NAME = r"\x00-\x1f\x7f\x85\u2028\u2029"
 _PHRASE_CHAR = rf'[^{_NEVER_IN_NAME}()<>\[\]:;@\\,"]'
 _PHRASE_EDGE = rf'[^{_NEVER_IN_NAME}()<>\[\]:;@\\," ]'
 _QUOTED_CHAR = rf'[^{_NEVER_IN_NAME}"\\]'
-# 1 to 200 characters, starting and ending with one that is not a space; or quoted, 1 to 200 of them inside.
+# 1 to 200 characters, starting and ending with one that is not a space; or 1 to 200 of them in quotes.
 DISPLAY_NAME_PATTERN = (
     f"({_PHRASE_EDGE}({_PHRASE_CHAR}{{0,{DISPLAY_NAME_MAX_LENGTH - 2}}}{_PHRASE_EDGE})?"
-    f'|"(?=[^"]*[^" ]){_QUOTED_CHAR}{{1,{DISPLAY_NAME_MAX_LENGTH}}}")'
+    f'|"{_QUOTED_CHAR}{{1,{DISPLAY_NAME_MAX_LENGTH}}}")'
 )
-# The address inside the brackets: a dot-atom local part at a DNS name (core.api.fields.is_domain_name). (A bare
-# address may also have a quoted local part or an internationalised domain; in brackets, not. The send also refuses
-# one past 254 characters, which the pattern does not count: a lookahead would, which the document's generators
-# cannot follow.)
+# The address inside the brackets: a dot-atom local part at a DNS name of letter-only top-level label, as a bare
+# address's would be in the main. (A bare address may also have a quoted local part or an internationalised domain;
+# in brackets, not.) Its length is bounded by the whole named address's (NAMED_ADDRESS_MAX_LENGTH) alone: the
+# document's generators cannot follow a lookahead, which counting it apart would take.
 _ATOM = r"[-!#$%&'*+/=?^_`{}|~0-9A-Za-z]+"
 _LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 BRACKETED_ADDRESS_PATTERN = rf"<{_ATOM}(\.{_ATOM})*@({_LABEL}\.)+([A-Za-z]{{2,63}}|[Xx][Nn]--[A-Za-z0-9]{{1,59}})>"
@@ -36,6 +36,7 @@ NAMED_ADDRESS_PATTERN = f"{DISPLAY_NAME_PATTERN} ?{BRACKETED_ADDRESS_PATTERN}"
 NAMED_ADDRESS_MAX_LENGTH = DISPLAY_NAME_MAX_LENGTH + 2 + 1 + 254 + 2
 
 _NAMED_ADDRESS = re.compile(NAMED_ADDRESS_PATTERN)
+_BRACKETED_ADDRESS = re.compile(BRACKETED_ADDRESS_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,12 @@ def mailbox_parse(value: str) -> Mailbox:
 
 def is_named_address(value: str) -> bool:
     """Whether ``value`` is a display name and an address in brackets, as this module's grammar has them."""
-    return _NAMED_ADDRESS.fullmatch(value) is not None
+    return len(value) <= NAMED_ADDRESS_MAX_LENGTH and _NAMED_ADDRESS.fullmatch(value) is not None
+
+
+def is_bracketed_address(address: str) -> bool:
+    """Whether ``address`` is one this module's grammar takes in brackets."""
+    return _BRACKETED_ADDRESS.fullmatch(f"<{address}>") is not None
 
 
 def display_name_text(name: str) -> str:

@@ -106,6 +106,19 @@ TOO_MANY_RECIPIENTS = f"A message may have at most {MAX_RECIPIENTS} recipients"
 RESERVED_METADATA_KEYS = ("job_id",)
 
 
+RICH_EMAIL_TEXT = (
+    "`from` and each `replyTo` may carry a display name, `Acme Billing <billing@acme.com>` (one line of at most 200 "
+    "characters; quote a name holding `, ; : @ ( ) [ ]`): the sender rules judge the address inside, and the name "
+    "goes out as given. `cc` and `bcc` copy the message, `replyTo` (one address or a list of 1 to 5) takes its "
+    "replies, `text` is its plain-text part (made from `body` when omitted), `headers` are its own headers (the "
+    "message's addresses, subject, date, ids, MIME and unsubscribe headers are refused, in any case), and `tags` and "
+    f"`metadata` label it (`metadata` may not set `job_id`, NotifyHub's own). A message has at most {MAX_RECIPIENTS} "
+    "recipients in `to`, `cc` and `bcc` together, none twice (compared without case). A `cc` or `bcc` on the "
+    "account's suppression list is left out of the message, and Get job status names it under "
+    "`skippedRecipients`; a `to` on it fails the job on arrival."
+)
+
+
 def recipient_list_field() -> EmailListField:
     # `to` is always one of the message's recipients.
     return EmailListField(max_items=MAX_RECIPIENTS - 1, too_many=TOO_MANY_RECIPIENTS, required=False)

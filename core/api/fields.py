@@ -24,6 +24,7 @@ from core.mailbox import (
     NAMED_ADDRESS_MAX_LENGTH,
     NAMED_ADDRESS_PATTERN,
     display_name_text,
+    is_bracketed_address,
     is_named_address,
 )
 
@@ -295,7 +296,7 @@ def mailbox_refusal(value: Any) -> str | None:
         return "{name}'s display name must be a single line"
     if len(display_name_text(name.rstrip(" "))) > DISPLAY_NAME_MAX_LENGTH:
         return f"{{name}}'s display name must be at most {DISPLAY_NAME_MAX_LENGTH} characters"
-    if not is_email_address(address):
+    if not is_bracketed_address(address) or len(value) > NAMED_ADDRESS_MAX_LENGTH:
         return EMAIL_REFUSED
     if not is_named_address(value):
         return '{name} must be an email, or a name and an email as "Name <email>"; quote a name holding , ; : @ ( ) [ ]'

@@ -47,6 +47,7 @@ from core.errors import (
 from notifications.batches import BATCH_MAX_ITEMS, Slot, batch_store
 from notifications.models import Job
 from notifications.send_requests import (
+    RICH_EMAIL_TEXT,
     SECRET_NAME_PARTS_TEXT,
     SEND_AT_TEXT,
     EmailRequestSerializer,
@@ -157,7 +158,8 @@ class SendEmailView(SendView):
             "`provider` and `fallback` are not allowed. On a paid plan the account needs a provider key and "
             "a verified sending domain; `from` must be on that domain. `provider` forces the email through "
             "that provider only, `fallback` (which requires `provider`) is tried if it fails.\n\n"
-            f"{SEND_AT_TEXT}"
+            f"{SEND_AT_TEXT}\n\n"
+            f"{RICH_EMAIL_TEXT}"
         ),
         request=EmailRequestSerializer,
         responses={202: JobAcceptedSerializer, **EMAIL_SEND_ERRORS},

@@ -35,6 +35,7 @@ from accounts.models import MAX_RATE_LIMIT, Account
 from accounts.plans import Plan
 from accounts.services import account_set_rate_limit, provider_key_set
 from notifications.models import JobStatus, JobType
+from notifications.send_requests import TOO_MANY_RECIPIENTS
 from notifications.services import LOCAL_URL_MESSAGE
 from notifyhub.wsgi import application
 from tests.clients import APIClient
@@ -80,9 +81,12 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/schema/", application, config=C
 # account can state (docs/rules.md, "Senders" and "Webhooks"), or about the time of the request (a `sendAt` more than
 # 30 days after it, docs/rules.md, "Scheduled sends"); any other refusal of one fails the test.
 SEND_AT_TOO_FAR = re.escape("sendAt must be within 30 days")
+# And the rules across an email's recipient fields, which a JSON Schema cannot state: at most 50 in `to`, `cc` and
+# `bcc` together, none twice in another case or another field (docs/rules.md, "Rich email").
+RECIPIENT_RULES = rf"{re.escape(TOO_MANY_RECIPIENTS)}|(cc|bcc)\[[0-9]+\] repeats the recipient .+"
 ACCOUNT_RULES = {
     "notifications_email_create": re.compile(
-        rf"Cannot send from .+\. Use your verified domain example\.com instead\.|{SEND_AT_TOO_FAR}"
+        rf"Cannot send from .+\. Use your verified domain example\.com instead\.|{SEND_AT_TOO_FAR}|{RECIPIENT_RULES}"
     ),
     "notifications_webhook_create": re.compile(rf"{re.escape(LOCAL_URL_MESSAGE)}|{SEND_AT_TOO_FAR}"),
     "event_endpoints_create": re.compile(re.escape(LOCAL_URL_MESSAGE)),

@@ -171,6 +171,7 @@ def test_the_fields_are_checked_in_order_then_the_whole_message_then_the_routing
         ("Acme <noreply@notifyhub.local>, Evil <x@evil.com>", f"from {NAMED_RULE}"),
         ("Acme (Billing) <noreply@notifyhub.local>", f"from {NAMED_RULE}"),
         ('"" <noreply@notifyhub.local>', f"from {NAMED_RULE}"),
+        (f"Acme <{'a' * 450}@notifyhub.local>", "from must be an email"),
     ],
 )
 def test_a_display_name_that_is_not_one_line_of_200_before_one_address_is_refused(
@@ -317,5 +318,7 @@ def test_a_named_address_the_document_allows_is_taken_and_parsed_as_one_address(
 
     mailbox = mailbox_parse(value)
     assert mailbox.name is not None
-    assert getaddresses([value]) == [(display_name_text(mailbox.name).strip(), mailbox.address)]
-    assert re.search(NAMED_ADDRESS_SCHEMA["pattern"], value)
+    quoted = mailbox.name.startswith('"')
+    # A parser reads the spaces of a phrase as one, and a quoted name as it is.
+    name = display_name_text(mailbox.name) if quoted else re.sub(" +", " ", mailbox.name)
+    assert getaddresses([value]) == [(name, mailbox.address)]
