@@ -31,9 +31,20 @@ FIELDS = [
     "payload",
     "method",
     "headers",
+    "cc",
+    "bcc",
+    "replyTo",
+    "text",
+    "tags",
+    "metadata",
 ]
+# Lists of addresses, some a recipient twice, some not addresses at all.
+addresses = st.sampled_from(["user@example.com", "USER@example.com", "ann@example.com", "Ann <ann@example.com>", "x"])
 plausible = {
     "to": st.sampled_from(["user@example.com", "nope", ""]),
+    "cc": st.lists(addresses, max_size=3) | json_values,
+    "bcc": st.lists(addresses, max_size=3) | json_values,
+    "replyTo": addresses | st.lists(addresses, max_size=6) | json_values,
     "url": st.sampled_from(["https://hooks.example.com/x", "http://x.com", "https://10.0.0.1/"]),
     "priority": st.sampled_from([1, 5, 10, 0, "5"]),
     "provider": st.sampled_from(["SENDGRID", "RESEND", "POSTMARK", "x"]),
