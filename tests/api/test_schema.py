@@ -560,6 +560,20 @@ def test_get_job_status_documents_the_email_events(schema: dict[str, Any]) -> No
     assert "events" not in component(schema, "JobSlim")["properties"]
 
 
+def test_get_job_status_documents_an_emails_skipped_recipients(schema: dict[str, Any]) -> None:
+    job = component(schema, "JobDetail")
+    skipped = job["properties"]["skippedRecipients"]
+    recipient = component(schema, skipped["items"]["$ref"].rsplit("/", 1)[-1])
+
+    assert skipped["type"] == "array"
+    assert "skippedRecipients" not in job["required"]
+    assert recipient["required"] == ["email", "reason"]
+    assert enum_of(schema, recipient["properties"]["reason"]) == (
+        "string",
+        ["HARD_BOUNCE", "SPAM_REPORT", "UNSUBSCRIBED", "MANUAL"],
+    )
+
+
 RESPONSE_BODY = "$response.body#"
 JOB_LINKS = {"notifications_jobs_retrieve", "notifications_jobs_retry_create", "notifications_jobs_cancel_create"}
 USER_JOB_LINKS = {"user_jobs_retrieve", "user_jobs_retry_create", "user_jobs_cancel_create"}

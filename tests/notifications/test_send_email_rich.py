@@ -4,6 +4,7 @@ whole message's recipient rules, and a suppressed cc or bcc left out (docs/rules
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from email.utils import getaddresses
 from typing import Any
 
@@ -13,6 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accounts.models import KeyScope
+from accounts.services import api_key_create
 from core.api.fields import NAMED_ADDRESS_SCHEMA, MailboxField
 from core.mailbox import display_name_text, mailbox_parse
 from domains.services import sender_address
@@ -249,6 +252,17 @@ def test_a_suppressed_cc_or_bcc_is_skipped_in_one_query_and_shown_by_get_job_sta
     status = free.get(f"{JOBS}/{job.id}").json()["data"]
     assert status["skippedRecipients"] == skipped
     assert status["payload"] == {**EMAIL, **RICH}
+
+
+def test_a_read_key_sees_the_skipped_recipients_beside_the_payload_too(free: Client) -> None:
+    _suppress(free, {"bob@example.com": SuppressionReason.MANUAL})
+    job = _stored(free.send_email(**RICH))
+    reader = replace(free, api_key=api_key_create(account=free.account, name="Reader", scope=KeyScope.READ))
+
+    status = reader.get(f"{JOBS}/{job.id}").json()["data"]
+
+    assert status["skippedRecipients"] == [{"email": "bob@example.com", "reason": "MANUAL"}]
+    assert "skippedRecipients" not in status["payload"]
 
 
 def test_one_query_reads_the_suppressions_of_every_recipient(free: Client) -> None:
