@@ -191,7 +191,7 @@ def _suppressions_applied(job: Job) -> str | None:
 
 
 def email_recipients(payload: dict[str, Any]) -> list[str]:
-    """Every address an email job's payload sends to: `to`, then its cc and bcc."""
+    """Every address an email job's payload sends to: `to` first, then its cc and bcc."""
     return [payload["to"], *payload.get("cc", ()), *payload.get("bcc", ())]
 
 
@@ -204,7 +204,7 @@ def recipients_suppressed(job: Job, reasons: Mapping[str, str]) -> str | None:
         return reason
     skipped = [
         {"email": address, "reason": reason}
-        for address in [*payload.get("cc", ()), *payload.get("bcc", ())]
+        for address in email_recipients(payload)[1:]
         if (reason := reasons.get(normalized_address(address)))
     ]
     if skipped:
