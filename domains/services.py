@@ -21,7 +21,6 @@ from core.errors import (
     SendingDomainPending,
     SendingDomainRequired,
 )
-from core.mailbox import mailbox_parse
 from domains.models import SENDING_SUBDOMAIN, DomainRegistration, DomainStatus, SenderDomain
 from domains.selectors import domain_get, domain_require
 from providers.base import Credentials, ProviderError
@@ -39,14 +38,12 @@ def sender_address(*, account: Account, requested: str | None) -> str:
         raise SendingDomainPending()
     if requested is None:
         return f"noreply@{domain.sending_name}"
-    # A display name goes out as given; the address inside is the one judged (docs/rules.md, "Rich email").
-    mailbox = mailbox_parse(requested)
-    local, _, host = mailbox.address.rpartition("@")
+    local, _, host = requested.rpartition("@")
     if host.lower() == domain.name:
-        return mailbox.at(f"{local}@{SENDING_SUBDOMAIN}.{domain.name}")
+        return f"{local}@{SENDING_SUBDOMAIN}.{domain.name}"
     if host.lower() == domain.sending_name:
         return requested
-    raise SenderOutsideDomain(sender=mailbox.address, domain=domain.name)
+    raise SenderOutsideDomain(sender=requested, domain=domain.name)
 
 
 def _require_paid(account: Account) -> None:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from email.headerregistry import Address
-from email.utils import parseaddr
 
 from django.conf import settings
 
@@ -57,7 +55,7 @@ def email_routing_check(
     """At accept time: refuses what the account's plan does not allow, and what its attempts would refuse.
 
     A ``sender`` with a display name is judged by its address, as :func:`email_route` sends it."""
-    address = _split_sender(sender)[1]
+    address = None if sender is None else mailbox_parse(sender).address
     if not account.limits.is_paid:
         _check_free_plan(sender=address, priority=priority, provider=provider)
         return
@@ -72,12 +70,8 @@ def _check_free_plan(*, sender: str | None, priority: int | None, provider: str 
         raise RoutingNeedsPaidPlan()
     if priority is not None:
         raise PriorityNeedsPaidPlan()
-    if sender is None:
-        return
-    # A display name goes out as given; the address inside is the one judged (docs/rules.md, "Rich email").
-    address = mailbox_parse(sender).address
-    if address.lower() != platform_sender():
-        raise PlatformSenderOnly(sender=address, platform_sender=platform_sender())
+    if sender is not None and sender.lower() != platform_sender():
+        raise PlatformSenderOnly(sender=sender, platform_sender=platform_sender())
 
 
 @dataclass(frozen=True)
@@ -96,11 +90,13 @@ def email_route(job: Job) -> EmailRoute:
     """At each attempt: the route as the account stands now. Raises a DomainError when it cannot be sent at all.
 
     A ``from`` with a display name is judged by its address; the name goes out as the client gave it."""
-    display_name, requested = _split_sender(job.payload.get("from"))
+    requested = job.payload.get("from")
+    mailbox = mailbox_parse(requested) if requested is not None else None
     if not job.account.limits.is_paid:
-        sender = _with_display_name(display_name, platform_sender())
+        sender = platform_sender() if mailbox is None else mailbox.at(platform_sender())
         return EmailRoute(sender, platform_routes(), names_provider=False, retryable=True)
-    sender = _with_display_name(display_name, sender_address(account=job.account, requested=requested))
+    address = sender_address(account=job.account, requested=None if mailbox is None else mailbox.address)
+    sender = address if mailbox is None else mailbox.at(address)
     credentials = provider_credentials(account=job.account)
     walked = _paid_route_names(list(credentials), provider=job.provider, fallback=job.fallback)
     return EmailRoute(
@@ -109,19 +105,6 @@ def email_route(job: Job) -> EmailRoute:
         names_provider=True,
         retryable=job.provider is None,
     )
-
-
-def _split_sender(sender: str | None) -> tuple[str, str | None]:
-    """``"Acme Billing <billing@acme.com>"`` as its display name and address; a bare address has no name."""
-    if sender is None or "<" not in sender:
-        return "", sender
-    display_name, address = parseaddr(sender)
-    return display_name, address
-
-
-def _with_display_name(display_name: str, address: str) -> str:
-    # Address quotes a name that needs it (a comma, a quote) and keeps it as written otherwise, non-ASCII included.
-    return str(Address(display_name=display_name, addr_spec=address)) if display_name else address
 
 
 def _paid_route_names(configured: Sequence[str], *, provider: str | None, fallback: str | None) -> list[str]:

@@ -32,6 +32,7 @@ from notifications.delivery.http import is_refused_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Priority
 from notifications.secret_headers import SECRET_NAME_PARTS
+from providers.base import JOB_ID_METADATA_KEY
 from providers.names import ProviderName
 
 WEBHOOK_METHODS = ["POST", "PUT", "PATCH", "DELETE"]
@@ -101,10 +102,6 @@ ROUTING_PAIR_RULES = {
 # A message's recipients, `to`, `cc` and `bcc` together (docs/rules.md, "Rich email").
 MAX_RECIPIENTS = 50
 TOO_MANY_RECIPIENTS = f"A message may have at most {MAX_RECIPIENTS} recipients"
-# The metadata key NotifyHub sets on every message it hands a provider (providers/base.py), by which the provider's
-# events find their job: a holder's own would mislead them.
-RESERVED_METADATA_KEYS = ("job_id",)
-
 
 RICH_EMAIL_TEXT = (
     "`from` and each `replyTo` may carry a display name, `Acme Billing <billing@acme.com>` (one line of at most 200 "
@@ -142,7 +139,7 @@ class EmailRequestSerializer(BodySerializer):
     text = TextField(max_length=EMAIL_BODY_MAX_LENGTH, required=False, required_message="{name} must be a string")
     headers = email_headers_field()
     tags = TagsField(required=False)
-    metadata = metadata_field(reserved=RESERVED_METADATA_KEYS)
+    metadata = metadata_field(reserved=(JOB_ID_METADATA_KEY,))
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # Declared here because "from" is a Python keyword; placed after "body" so

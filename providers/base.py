@@ -139,10 +139,16 @@ def build_message(email: OutgoingEmail, *, connection: Any = None) -> EmailMulti
     return message
 
 
+# NotifyHub's own metadata key: the job's id, which the providers' events are matched to their job by
+# (webhooks_inbound/events.py). A client may not set it (docs/rules.md, "Rich email").
+JOB_ID_METADATA_KEY = "job_id"
+
+
 def metadata_within(metadata: dict[str, str], admits: Callable[[dict[str, str], str, str], bool]) -> dict[str, str]:
     """``job_id``, then the client's entries in their order that ``admits(kept, name, value)`` lets in beside those
     kept so far: what a provider with a narrower limit than the API's carries."""
-    kept = {"job_id": metadata["job_id"]} if "job_id" in metadata else {}
+    key = JOB_ID_METADATA_KEY
+    kept = {key: metadata[key]} if key in metadata else {}
     for name, value in metadata.items():
         if name not in kept and admits(kept, name, value):
             kept[name] = value
@@ -154,7 +160,7 @@ def message_metadata(email: OutgoingEmail) -> dict[str, str]:
     (the API refuses a client key ``job_id``)."""
     if email.job_id is None:
         return dict(email.metadata)
-    return {**email.metadata, "job_id": email.job_id}
+    return {**email.metadata, JOB_ID_METADATA_KEY: email.job_id}
 
 
 class EmailProvider:

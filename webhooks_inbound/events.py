@@ -18,6 +18,7 @@ from typing import Any
 
 from anymail.signals import AnymailTrackingEvent
 
+from providers.base import JOB_ID_METADATA_KEY
 from providers.names import EmailEventType, ProviderName
 from suppressions.models import SuppressionReason
 
@@ -197,7 +198,7 @@ def _aware(moment: datetime | None) -> datetime | None:
 
 def _job_id(metadata: Any) -> uuid.UUID | None:
     """The job id NotifyHub put in the message's metadata at send time, when the event carries it back."""
-    value = metadata.get("job_id") if isinstance(metadata, dict) else None
+    value = metadata.get(JOB_ID_METADATA_KEY) if isinstance(metadata, dict) else None
     try:
         return uuid.UUID(value) if isinstance(value, str) else None
     except ValueError:

@@ -18,8 +18,8 @@ from accounts.models import KeyScope
 from accounts.services import api_key_create
 from core.api.fields import NAMED_ADDRESS_SCHEMA, MailboxField
 from core.mailbox import display_name_text, mailbox_parse
-from domains.services import sender_address
 from notifications.models import Job
+from notifications.routing import email_route
 from suppressions.models import Suppression, SuppressionReason
 from tests.api.test_envelope import assert_error
 from tests.conftest import EMAIL, Client, ready_to_send
@@ -227,9 +227,9 @@ def test_a_paid_sender_with_a_display_name_on_another_domain_is_refused_by_its_a
 def test_the_paid_route_sends_from_the_sending_subdomain_with_the_name_as_given(startup: Client) -> None:
     ready_to_send(startup)
 
-    sent = sender_address(account=startup.account, requested='"Acme, Billing" <Billing@Example.com>')
+    job = _stored(startup.send_email(**{"from": '"Acme, Billing" <Billing@Example.com>'}))
 
-    assert sent == '"Acme, Billing" <Billing@em.example.com>'
+    assert email_route(job).sender == '"Acme, Billing" <Billing@em.example.com>'
 
 
 def _suppress(client: Client, reasons: dict[str, str]) -> None:
