@@ -52,6 +52,8 @@ class JobFilters:
     # An email's recipient, and a webhook URL's host: each compared without case, read from the job's destination.
     to: str | None = None
     host: str | None = None
+    # One of an email's tags, as sent (case counts), read from its JobTag rows.
+    tag: str | None = None
 
     def any(self) -> bool:
         return any(vars(self).values())
@@ -139,6 +141,11 @@ def _jobs_of(account: Account, filters: JobFilters, *, test: bool) -> QuerySet[J
         jobs = jobs.filter(type=JobType.EMAIL, destination=filters.to.lower())
     if filters.host:
         jobs = jobs.filter(type=JobType.WEBHOOK, destination=filters.host.lower())
+    if filters.tag:
+        # The tag's rows lead: their (account, tag, created_at) index gives the jobs in the list's order, as the
+        # destination's does for ``to``; a tag row's created_at is its job's.
+        tagged = jobs.filter(job_tags__account=account, job_tags__tag=filters.tag)
+        return tagged.only(*SLIM_FIELDS).order_by("-job_tags__created_at", "-id")
     return jobs.only(*SLIM_FIELDS).order_by("-created_at", "-id")
 
 

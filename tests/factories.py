@@ -6,13 +6,14 @@ import factory
 from django.utils import timezone
 
 from notifications.destination import job_destination
-from notifications.models import DeliveryLog, Job, JobStatus, JobType
+from notifications.models import DeliveryLog, Job, JobStatus, JobTag, JobType
 from webhooks_inbound.models import EmailEvent
 
 
 class JobFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Job
+        skip_postgeneration_save = True
 
     type = JobType.WEBHOOK
     payload = factory.LazyAttribute(
@@ -25,6 +26,15 @@ class JobFactory(factory.django.DjangoModelFactory):
     # As the send endpoints store it: an email's recipient, a webhook URL's host.
     destination = factory.LazyAttribute(lambda job: job_destination(job.type, job.payload))
     created_at = factory.Sequence(lambda n: timezone.now() - timedelta(hours=1) + timedelta(seconds=n))
+
+    @factory.post_generation
+    def job_tags(job: Job, create: bool, extracted: object, **kwargs: object) -> None:
+        """The rows of the payload's ``tags``, as the store writes them with the job."""
+        tags = dict.fromkeys(job.payload.get("tags") or ())
+        if create and tags:
+            JobTag.objects.bulk_create(
+                JobTag(job=job, account=job.account, tag=tag, created_at=job.created_at) for tag in tags
+            )
 
 
 class FailedJobFactory(JobFactory):

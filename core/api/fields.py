@@ -371,13 +371,11 @@ class EmailListField(StrictField):
         return {"type": "array", "maxItems": self.max_items, "uniqueItems": True, "items": EMAIL_SCHEMA}
 
 
+# An email's tag: what every provider takes as a tag or category.
 TAG = re.compile(r"[A-Za-z0-9_-]{1,64}")
+TAG_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": whole_value(TAG.pattern)}
 MAX_TAGS = 10
-TAGS_SCHEMA = {
-    "type": "array",
-    "maxItems": MAX_TAGS,
-    "items": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": whole_value(TAG.pattern)},
-}
+TAGS_SCHEMA = {"type": "array", "maxItems": MAX_TAGS, "items": TAG_SCHEMA}
 
 
 @extend_schema_field(TAGS_SCHEMA)
@@ -526,6 +524,18 @@ def metadata_field(*, reserved: Sequence[str]) -> StringMapField:
         single_line_values=False,
         required=False,
     )
+
+
+@extend_schema_field(TAG_SCHEMA)
+class TagField(StrictField):
+    """One tag, as the jobs list's ``tag`` filter takes it (docs/rules.md, "Listing jobs")."""
+
+    invalid_message = required_message = "{name} must be 1 to 64 letters, digits, hyphens or underscores"
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or not TAG.fullmatch(data):
+            self.fail("invalid")
+        return data
 
 
 # At least 1, at most nine digits, as PositiveIntegerParamField takes it.

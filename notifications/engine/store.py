@@ -38,6 +38,7 @@ from notifications.models import (
     Job,
     JobAnnouncement,
     JobStatus,
+    JobTag,
     JobType,
 )
 from notifications.quota import owes_unit
@@ -78,18 +79,33 @@ def insert(job: Job) -> None:
     duplicate key, and a duplicate costs no quota. Raises DuplicateRequest, or the account's
     QuotaExceeded, which takes the inserted row back out with its transaction.
     """
-    # In a caller's transaction a duplicate must only undo this job's statements: a savepoint.
-    with _duplicate_answered(job), transaction.atomic() if connection.in_atomic_block else nullcontext():
+    # In a caller's transaction a duplicate must only undo this job's statements: a savepoint. A job with tags
+    # writes their rows in the job's own transaction; one without is still the one statement.
+    atomic = connection.in_atomic_block or bool(job.payload.get("tags"))
+    with _duplicate_answered(job), transaction.atomic() if atomic else nullcontext():
         _insert_taking_its_unit(job)
 
 
 def _insert_taking_its_unit(job: Job) -> None:
-    """The job's row and, if ``quota_taken``, its unit: both or neither, in one statement where the database can."""
+    """The job's row and, if ``quota_taken``, its unit: both or neither, in one statement where the database can;
+    then its tags' rows, if it has any. A caller with tags holds a transaction."""
     if not (job.quota_taken and _insert_with_unit_in_one_statement(job)):
         with transaction.atomic():
             job.save(force_insert=True)
             if job.quota_taken:
                 usage_consume(account=job.account)
+    _insert_tags([job])
+
+
+def _insert_tags(jobs: Sequence[Job]) -> None:
+    """The JobTag rows of ``jobs``' tags, each tag once per job: no statement for jobs without tags."""
+    rows = [
+        JobTag(job=job, account_id=job.account_id, tag=tag, created_at=job.created_at)
+        for job in jobs
+        for tag in dict.fromkeys(job.payload.get("tags") or ())
+    ]
+    if rows:
+        JobTag.objects.bulk_create(rows)
 
 
 @dataclass(frozen=True)
@@ -124,13 +140,15 @@ def insert_failed(arrival: ArrivalFailure, *, announced: bool) -> None:
 
 def insert_batch(jobs: Sequence[Job], *, arrivals: Sequence[ArrivalFailure], announced: bool) -> None:
     """Stores a batch of one account's new jobs, ``arrivals``' among them, and takes a unit of its quota for each
-    that counts (``quota_taken``): all or none, in one transaction, the jobs in one multi-row INSERT.
+    that counts (``quota_taken``): all or none, in one transaction, the jobs in one multi-row INSERT and their tags
+    in another.
 
     The INSERT comes first, as in `insert`: a key taken meanwhile raises IntegrityError before the quota's row is
     locked, and the caller checks its keys again. Raises the account's QuotaExceeded otherwise.
     """
     with transaction.atomic():
         Job.objects.bulk_create(jobs)
+        _insert_tags(jobs)
         DeliveryLog.objects.bulk_create([arrival.log for arrival in arrivals])
         for arrival in arrivals:
             _count_finished(arrival.job, arrival.failure, announced=announced)
@@ -537,7 +555,7 @@ def walk_from(jobs: QuerySet[Job], position: Position | None) -> QuerySet[Job]:
 
 def delete_batch(jobs: QuerySet[Job], *, position: Position | None, size: int) -> tuple[list[Position], Counter[str]]:
     """Deletes the next ``size`` of ``jobs`` after ``position``, in one transaction, with the rows that hang off
-    them: delivery logs and, through their reverse relations, rows of apps that build on this one (provider
+    them: delivery logs, tags and, through their reverse relations, rows of apps that build on this one (provider
     events). Returns the positions deleted, in order, and the rows deleted per model label.
 
     Rows another transaction holds (a Retry Job under way) are skipped, not waited for: a later run takes them.

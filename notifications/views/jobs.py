@@ -18,8 +18,10 @@ from accounts.models import ApiKey
 from core.api.exceptions import ApiKeyInBothHeaders
 from core.api.fields import (
     EMAIL_SCHEMA,
+    TAG_SCHEMA,
     EmailAddressField,
     OneOfField,
+    TagField,
     TextField,
     text_schema,
 )
@@ -127,9 +129,10 @@ class JobListQuery(PageQuery):
     status = OneOfField(choices=JobStatus.values, required=False)
     to = EmailAddressField(required=False)
     host = TextField(max_length=HOST_MAX_LENGTH, single_line=True, required=False)
+    tag = TagField(required=False)
 
     def filters(self) -> JobFilters:
-        return JobFilters(**{name: self.validated_data.get(name) for name in ("type", "status", "to", "host")})
+        return JobFilters(**{name: self.validated_data.get(name) for name in ("type", "status", "to", "host", "tag")})
 
 
 JOB_LIST_PARAMETERS = (
@@ -142,6 +145,7 @@ JOB_LIST_PARAMETERS = (
         text_schema(max_length=HOST_MAX_LENGTH, single_line=True),
         description="Only webhooks to URLs on this host (compared without case), e.g. `hooks.example.com`",
     ),
+    OpenApiParameter("tag", TAG_SCHEMA, description="Only emails sent with this tag among their `tags` (case counts)"),
 )
 
 
@@ -154,7 +158,7 @@ class JobListView(MountedView):
         description=(
             "A page of the caller's jobs, newest first, without payloads or delivery logs, each with its "
             "`destination`: an email's recipient or a webhook URL's host, in lower case. Filters combine: `to` "
-            "finds every email to one address, `host` every webhook to one host."
+            "finds every email to one address, `host` every webhook to one host, `tag` every email sent with one tag."
         ),
         parameters=JOB_LIST_PARAMETERS,
         responses={200: JobPageSchema},

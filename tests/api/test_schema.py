@@ -445,7 +445,7 @@ def test_the_job_shapes_are_the_ones_answered(schema: dict[str, Any]) -> None:
 def test_the_job_list_filters_are_enums(schema: dict[str, Any]) -> None:
     parameters = {p["name"]: p for p in schema["paths"]["/api/v1/notifications/jobs"]["get"]["parameters"]}
 
-    assert set(parameters) == {"page", "limit", "type", "status", "to", "host"}
+    assert set(parameters) == {"page", "limit", "type", "status", "to", "host", "tag"}
     assert all(parameter["in"] == "query" and not parameter.get("required") for parameter in parameters.values())
     assert parameters["type"]["schema"]["type"] == "string"
     assert sorted(parameters["type"]["schema"]["enum"]) == sorted(JOB_TYPES)
@@ -454,6 +454,19 @@ def test_the_job_list_filters_are_enums(schema: dict[str, Any]) -> None:
     for name in ["page", "limit"]:
         assert parameters[name]["schema"]["type"] == "integer"
         assert parameters[name]["schema"]["minimum"] == 1
+
+
+def test_the_tag_filter_is_documented_as_the_field_takes_it(schema: dict[str, Any]) -> None:
+    for path in ["/api/v1/notifications/jobs", "/api/v1/user/jobs"]:
+        (tag,) = [p for p in schema["paths"][path]["get"]["parameters"] if p["name"] == "tag"]
+        assert {key: tag["schema"][key] for key in ("type", "minLength", "maxLength")} == {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+        }
+        pattern = re.compile(tag["schema"]["pattern"])
+        assert all(pattern.search(value) for value in ("Order_2026-q4", "x" * 64))
+        assert not any(pattern.search(value) for value in ("", "two words", "naïve", "x" * 65, "x\n"))
 
 
 def test_the_api_key_schemes_are_declared(schema: dict[str, Any]) -> None:

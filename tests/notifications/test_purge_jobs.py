@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from core.progress import Progress
-from notifications.models import DailyTally, DeliveryLog, Job, JobStatus
+from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobTag, JobType
 from notifications.services import finished_jobs_purge
 from notifications.tasks import purge_jobs
 from tests.conftest import Client, locked_elsewhere
@@ -88,6 +88,27 @@ def test_it_deletes_finished_jobs_older_than_the_cutoff_with_their_logs_and_even
     assert list(Job.objects.values_list("id", flat=True)) == [recent.id]
     assert set(DeliveryLog.objects.values_list("job_id", flat=True)) == {recent.id}
     assert list(EmailEvent.objects.values_list("job_id", flat=True)) == [recent.id]
+
+
+def test_it_deletes_the_tags_of_the_jobs_it_deletes_and_counts_them(free: Client) -> None:
+    finished_at = timezone.now() - timedelta(days=40)
+    payload = {"to": "user@example.com", "subject": "Receipt", "body": "<p>Thanks</p>", "tags": ["receipt", "eu"]}
+    old = JobFactory(
+        account=free.account,
+        type=JobType.EMAIL,
+        payload=payload,
+        status=JobStatus.COMPLETED,
+        created_at=finished_at - timedelta(seconds=5),
+        finished_at=finished_at,
+    )
+    kept = JobFactory(account=free.account, type=JobType.EMAIL, payload={**payload, "tags": ["receipt"]})
+    assert JobTag.objects.filter(job=old).count() == 2
+
+    output = purge("--older-than", "30")
+
+    assert output.startswith("Deleted 1 job(s) that finished before "), output
+    assert output.endswith(" UTC, with 2 job tags.\n"), output
+    assert list(JobTag.objects.values_list("job_id", "tag")) == [(kept.id, "receipt")]
 
 
 def test_unfinished_jobs_stay_however_old(free: Client) -> None:
