@@ -19,6 +19,7 @@ from core.signals import AccountEvent, announce
 from notifications.engine.queue import LAST_STEP, CoalescedTask
 from notifications.engine.transitions import NextState
 from notifications.models import Job, JobAnnouncement, JobStatus
+from notifications.selectors import job_event_labels
 from notifications.serializers import JobSlimSerializer
 
 ANNOUNCE_BATCH_SIZE = 500
@@ -74,9 +75,10 @@ def finished_jobs_left_waiting(*, finished_before: datetime) -> bool:
 
 def job_finished_event(job: Job, finished: NextState) -> AccountEvent:
     """``job.completed`` or ``job.failed`` for a job that ``finished`` ends; its data is the job as the jobs list
-    shows it then (docs/event-endpoints.md)."""
+    shows it then, with the email's tags and metadata (docs/event-endpoints.md)."""
     event_type = "job.completed" if finished.status == JobStatus.COMPLETED else "job.failed"
-    return AccountEvent(event_type, dict(JobSlimSerializer(_with_state(job, finished)).data))
+    data = dict(JobSlimSerializer(_with_state(job, finished)).data)
+    return AccountEvent(event_type, data | job_event_labels(job.payload))
 
 
 def _with_state(job: Job, state: NextState) -> Job:

@@ -6,7 +6,7 @@ import logging
 import secrets
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.db import connection, transaction
@@ -20,6 +20,7 @@ from core.crypto import encrypt
 from core.errors import ResendSecretInvalid, SendGridKeyInvalid, TrackingCredentialNotSettable
 from core.signals import AccountEvent, announce
 from notifications.models import DeliveryLog, Job
+from notifications.selectors import job_event_labels
 from providers.names import ProviderName
 from suppressions.services import Reported, suppressions_record
 from webhooks_inbound.events import ReportedEvent
@@ -111,16 +112,21 @@ class Recorded:
 # (SendGrid): the lookups and the insert are written out, as the ORM spent longer compiling these
 # statements than the database spent running them (docs/departures.md).
 # Off the framework's road: docs/departures.md, "raw-sql-receivers".
+# ``{job}``: the job's id, and its payload where the account hears of its events (their data carries the email's
+# tags and metadata), read by the query that finds the job; ``{values}``: the IN list.
 JOBS_BY_ID_SQL = f"""
-    SELECT {sql.column(Job, "id")} FROM {sql.table(Job)}
-    WHERE {sql.column(Job, "account")} = %s AND {sql.column(Job, "id")} IN ({{}})
+    SELECT {{job}} FROM {sql.table(Job)} j
+    WHERE j.{sql.column(Job, "account")} = %s AND j.{sql.column(Job, "id")} IN ({{values}})
 """
 JOBS_BY_MESSAGE_SQL = f"""
-    SELECT l.{sql.column(DeliveryLog, "provider_message_id")}, l.{sql.column(DeliveryLog, "job")}
+    SELECT l.{sql.column(DeliveryLog, "provider_message_id")}, {{job}}
     FROM {sql.table(DeliveryLog)} l
     JOIN {sql.table(Job)} j ON j.{sql.column(Job, "id")} = l.{sql.column(DeliveryLog, "job")}
-    WHERE j.{sql.column(Job, "account")} = %s AND l.{sql.column(DeliveryLog, "provider_message_id")} IN ({{}})
+    WHERE j.{sql.column(Job, "account")} = %s AND l.{sql.column(DeliveryLog, "provider_message_id")} IN ({{values}})
 """
+JOB_ID = f"j.{sql.column(Job, 'id')}"
+JOB_ID_AND_PAYLOAD = f"{JOB_ID}, j.{sql.column(Job, 'payload')}"
+PAYLOAD_FIELD = Job._meta.get_field("payload")
 EVENT_FIELDS = tuple(field.name for field in EmailEvent._meta.concrete_fields if not field.primary_key)
 # The unique constraint decides what is new, in the statement itself: a concurrent delivery of
 # the same event cannot slip between a read and the write, and what comes back was stored now.
@@ -136,7 +142,9 @@ def events_record(*, account: Account, provider: str, events: Sequence[ReportedE
     """Stores each event under the account's job it names, once, and puts the recipient of each newly stored event
     that means "never again" on the account's suppression list; an account with event endpoints hears of each newly
     stored event and suppression. The whole batch in one transaction."""
-    job_ids = _job_ids(account, events)
+    emits_events = account.has_event_endpoints
+    lookup = JobLookup(account, with_labels=emits_events)
+    job_ids = _job_ids(lookup, events)
     # By provider event id: a batch naming one event twice stores it once.
     placed: dict[str, tuple[ReportedEvent, uuid.UUID]] = {}
     for event, job_id in zip(events, job_ids, strict=True):
@@ -145,10 +153,10 @@ def events_record(*, account: Account, provider: str, events: Sequence[ReportedE
     with transaction.atomic():
         stored = _insert_new([_row(account, provider, job_id, event) for event, job_id in placed.values()])
         newly = [placed[key] for key in stored]
-        emits_events = account.has_event_endpoints
         suppressions_record(account=account, reported=_suppressing(provider, newly), emits_events=emits_events)
         if emits_events:
-            announce(account_id=account.pk, events=[_announced(provider, *placed) for placed in newly])
+            announced = [_announced(provider, event, job_id, lookup.labels.get(job_id, {})) for event, job_id in newly]
+            announce(account_id=account.pk, events=announced)
     unmatched = job_ids.count(None)
     if unmatched:
         logger.info("Dropped %d %s event(s) naming no message of account %s", unmatched, provider, account.public_id)
@@ -161,15 +169,16 @@ def events_record(*, account: Account, provider: str, events: Sequence[ReportedE
     )
 
 
-def _announced(provider: str, event: ReportedEvent, job_id: uuid.UUID) -> AccountEvent:
-    """``email.<type>`` (docs/event-endpoints.md): which job's email, to whom, through whom, and when."""
+def _announced(provider: str, event: ReportedEvent, job_id: uuid.UUID, labels: dict[str, Any]) -> AccountEvent:
+    """``email.<type>`` (docs/event-endpoints.md): which job's email, to whom, through whom, and when, with the
+    email's ``labels`` (notifications.selectors.job_event_labels)."""
     data = {
         "jobId": str(job_id),
         "recipient": event.recipient,
         "provider": provider,
         "occurredAt": iso_utc(event.occurred_at),
     }
-    return AccountEvent(f"email.{event.type.lower()}", data)
+    return AccountEvent(f"email.{event.type.lower()}", data | labels)
 
 
 def _suppressing(provider: str, stored: list[tuple[ReportedEvent, uuid.UUID]]) -> list[Reported]:
@@ -192,37 +201,55 @@ def _insert_new(rows: list[EmailEvent]) -> list[str]:
     return stored
 
 
-def _job_ids(account: Account, events: Sequence[ReportedEvent]) -> list[uuid.UUID | None]:
+@dataclass
+class JobLookup:
+    """Finds the account's jobs that events name; ``with_labels``, it reads their payloads in the same queries and
+    keeps the tags and metadata of those that have any."""
+
+    account: Account
+    with_labels: bool
+    labels: dict[uuid.UUID, dict[str, Any]] = field(default_factory=dict)
+
+    def by_id(self, job_ids: list[Any]) -> set[uuid.UUID]:
+        return {self._read(row) for row in self._select_in(JOBS_BY_ID_SQL, job_ids)}
+
+    def by_message(self, message_ids: set[str]) -> dict[str, uuid.UUID]:
+        rows = self._select_in(JOBS_BY_MESSAGE_SQL, list(message_ids))
+        return {message_id: self._read(job_row) for message_id, *job_row in rows}
+
+    def _read(self, row: Sequence[Any]) -> uuid.UUID:
+        job_id = _as_uuid(row[0])
+        if self.with_labels and (labels := job_event_labels(PAYLOAD_FIELD.to_python(row[1]))):
+            self.labels[job_id] = labels
+        return job_id
+
+    def _select_in(self, statement: str, values: list[Any]) -> list[tuple[Any, ...]]:
+        """The rows of ``statement`` for the account with its ``IN`` list filled with ``values``."""
+        rows: list[tuple[Any, ...]] = []
+        if not values:
+            return rows
+        job = JOB_ID_AND_PAYLOAD if self.with_labels else JOB_ID
+        with connection.cursor() as cursor:
+            for batch in sql.in_batches(values, other_params=1):
+                cursor.execute(statement.format(job=job, values=sql.in_list(len(batch))), [self.account.pk, *batch])
+                rows.extend(cursor.fetchall())
+        return rows
+
+
+def _job_ids(lookup: JobLookup, events: Sequence[ReportedEvent]) -> list[uuid.UUID | None]:
     """Each event's job among the account's own: the job id in its metadata, else its message id.
 
     A query or two for the whole batch (more on SQLite, whose statements take fewer values);
     none can reach another account's jobs.
     """
     claimed = [sql.db_value(Job, "id", job_id) for job_id in {event.job_id for event in events if event.job_id}]
-    own_jobs = {_as_uuid(job_id) for (job_id,) in _select_in(JOBS_BY_ID_SQL, account, claimed)}
+    own_jobs = lookup.by_id(claimed)
     unplaced = [event for event in events if event.job_id not in own_jobs]
-    by_message = _jobs_by_message(account, {event.message_ids[0] for event in unplaced if event.message_ids})
+    by_message = lookup.by_message({event.message_ids[0] for event in unplaced if event.message_ids})
     # The further candidates (SendGrid's sg_message_id prefixes) only for events the first id did not place.
     still_unplaced = [event for event in unplaced if _job_by_message(event, by_message) is None]
-    by_message |= _jobs_by_message(account, {other for event in still_unplaced for other in event.message_ids[1:]})
+    by_message |= lookup.by_message({other for event in still_unplaced for other in event.message_ids[1:]})
     return [event.job_id if event.job_id in own_jobs else _job_by_message(event, by_message) for event in events]
-
-
-def _jobs_by_message(account: Account, message_ids: set[str]) -> dict[str, uuid.UUID]:
-    rows = _select_in(JOBS_BY_MESSAGE_SQL, account, list(message_ids))
-    return {message_id: _as_uuid(job_id) for message_id, job_id in rows}
-
-
-def _select_in(statement: str, account: Account, values: list[Any]) -> list[tuple[Any, ...]]:
-    """The rows of ``statement`` for the account with its ``IN ({})`` filled with ``values``."""
-    rows: list[tuple[Any, ...]] = []
-    if not values:
-        return rows
-    with connection.cursor() as cursor:
-        for batch in sql.in_batches(values, other_params=1):
-            cursor.execute(statement.format(sql.in_list(len(batch))), [account.pk, *batch])
-            rows.extend(cursor.fetchall())
-    return rows
 
 
 def _as_uuid(value: Any) -> uuid.UUID:

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from event_endpoints.models import Event, EventType
 from notifications.models import Job
@@ -15,6 +17,7 @@ from tests.event_endpoints.test_event_delivery import arrivals_at, subscribe
 from tests.fakes.events import PostmarkEvents, SendGridEvents
 from tests.fakes.receiver import Receiver
 from tests.webhooks_inbound.conftest import SentEmail, post_events
+from webhooks_inbound.models import EmailEvent
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -61,6 +64,59 @@ def test_a_provider_sending_an_event_again_emits_nothing_more(
     assert [event["type"] for event in bodies(receiver, "/events", 1)] == ["email.delivered"]
     assert arrivals_at(receiver, "/events", 2, timeout=0.5)[1:] == []
     assert Event.objects.filter(account=holder.account).count() == 1
+
+
+def test_an_email_event_carries_its_jobs_tags_and_metadata_read_by_the_queries_that_find_the_jobs(
+    holder: Client, receiver: Receiver, sent_email: SentEmail, sendgrid_events: SendGridEvents
+) -> None:
+    subscribe(holder, receiver, "email.delivered", "email.opened")
+    labels = {"tags": ["receipt"], "metadata": {"order_id": "A-17"}}
+    by_id, _ = sent_email(holder.account, "SENDGRID", **labels)
+    by_message, message_id = sent_email(holder.account, "SENDGRID", tags=["digest", "weekly"])
+    plain, plain_message_id = sent_email(holder.account, "SENDGRID")
+    batch = sendgrid_events.batch(
+        [
+            sendgrid_events.event("delivered", job_id=str(by_id.id)),
+            sendgrid_events.event("open", anymail_id=message_id),
+            sendgrid_events.event("delivered", anymail_id=plain_message_id),
+        ]
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        assert post_events("sendgrid", holder.account, batch).status_code == 200
+
+    received = {event["data"]["jobId"]: event for event in bodies(receiver, "/events", 3)}
+    assert received[str(by_id.id)]["type"] == "email.delivered"
+    assert received[str(by_id.id)]["data"] == {
+        "jobId": str(by_id.id),
+        "recipient": "user@example.com",
+        "provider": "SENDGRID",
+        "occurredAt": received[str(by_id.id)]["data"]["occurredAt"],
+        **labels,
+    }
+    assert received[str(by_message.id)]["type"] == "email.opened"
+    assert received[str(by_message.id)]["data"]["tags"] == ["digest", "weekly"]
+    assert "metadata" not in received[str(by_message.id)]["data"]
+    assert set(received[str(plain.id)]["data"]) == {"jobId", "recipient", "provider", "occurredAt"}
+    # One query by job id, one by message id: each reads the payloads of the jobs it finds.
+    job_reads = [query["sql"] for query in queries if 'FROM "notifications_job"' in query["sql"]]
+    job_reads += [query["sql"] for query in queries if 'JOIN "notifications_job"' in query["sql"]]
+    assert len(job_reads) == 2
+    assert all('"payload"' in statement for statement in job_reads)
+
+
+def test_an_account_without_event_endpoints_reads_no_payload_to_store_events(
+    holder: Client, sent_email: SentEmail, sendgrid_events: SendGridEvents
+) -> None:
+    job, message_id = sent_email(holder.account, "SENDGRID", tags=["receipt"])
+    batch = sendgrid_events.batch([sendgrid_events.event("delivered", anymail_id=message_id)])
+
+    with CaptureQueriesContext(connection) as queries:
+        assert post_events("sendgrid", holder.account, batch).status_code == 200
+
+    assert not any('"payload"' in query["sql"] and "notifications_job" in query["sql"] for query in queries)
+    assert Event.objects.filter(account=holder.account).count() == 0
+    assert EmailEvent.objects.get().job_id == job.id
 
 
 def test_an_address_suppressed_by_hand_emits_suppression_created(free: Client, receiver: Receiver) -> None:

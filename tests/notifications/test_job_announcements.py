@@ -27,6 +27,7 @@ from notifications.services import finished_jobs_purge
 from staff.services import account_erase
 from tests.conftest import Client, locked_elsewhere
 from tests.event_endpoints.test_event_delivery import subscribe
+from tests.factories import JobFactory
 from tests.fakes.receiver import Receiver
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("delivery_settings")]
@@ -123,6 +124,42 @@ def test_a_job_retried_before_it_is_announced_is_announced_as_it_finished(subscr
     assert event.data["errorMessage"] == "410 Gone"
     assert event.data["completedAt"] is None
     assert Job.objects.get(id=job.id).status == "pending"  # the job as it is now is not what was announced
+
+
+def _finished_email(client: Client, outcome: AttemptOutcome, **labels: Any) -> Job:
+    """An email with ``labels`` (tags, metadata) in its payload, as the send stores them, finished by ``outcome``."""
+    payload = {"to": "user@example.com", "subject": "Receipt", "body": "<p>Thanks</p>", **labels}
+    job = JobFactory(account=client.account, type=JobType.EMAIL, payload=payload)
+    claim = job_claim(job_id=job.id)
+    assert claim is not None
+    recorded = job_record_attempt(job=claim.job, outcome=outcome, emits_events=claim.emits_events)
+    assert recorded in ("completed", "failed")
+    return job
+
+
+def test_a_finished_emails_event_carries_its_tags_and_metadata_and_a_job_without_them_neither_key(
+    subscribed: Client,
+) -> None:
+    labels = {"tags": ["receipt", "eu"], "metadata": {"order_id": "A-17", "plan": "pro"}}
+    completed = _finished_email(subscribed, DELIVERED, **labels)
+    rejected = AttemptOutcome.failure("550 Mailbox unavailable", retryable=False, response_status=422)
+    failed = _finished_email(subscribed, rejected, **labels)
+    tags_only = _finished_email(subscribed, DELIVERED, tags=["digest"])
+    plain = _finished(subscribed)
+
+    assert finished_jobs_announce() == 4
+
+    events = {event.data["id"]: event for event in Event.objects.all()}
+    slim = set(events[str(plain.id)].data)
+    assert (events[str(completed.id)].type, events[str(failed.id)].type) == ("job.completed", "job.failed")
+    for job in (completed, failed):
+        data = events[str(job.id)].data
+        assert set(data) == slim | {"tags", "metadata"}
+        assert (data["tags"], data["metadata"]) == (labels["tags"], labels["metadata"])
+    assert events[str(failed.id)].data["errorMessage"] == "550 Mailbox unavailable"
+    assert set(events[str(tags_only.id)].data) == slim | {"tags"}
+    assert events[str(tags_only.id)].data["tags"] == ["digest"]
+    assert not slim & {"tags", "metadata"}
 
 
 def test_an_attempt_that_leaves_the_job_unfinished_writes_no_announcement(

@@ -37,13 +37,16 @@ def holder(startup: Client) -> Client:
 def sent_email() -> SentEmail:
     """An email job of ``account`` that ``provider`` accepted under a message id, as the worker leaves it."""
 
-    def make(account: Account, provider: str = "POSTMARK", message_id: str | None = None) -> tuple[Job, str]:
+    def make(
+        account: Account, provider: str = "POSTMARK", message_id: str | None = None, **payload: Any
+    ) -> tuple[Job, str]:
+        """``payload``: what the email's payload holds beside its recipient, subject and body (tags, metadata)."""
         message_id = message_id or str(uuid.uuid4())
         job = Job.objects.create(
             account=account,
             type=JobType.EMAIL,
             status=JobStatus.COMPLETED,
-            payload={"to": "user@example.com", "subject": "Welcome", "body": "<p>Hi</p>"},
+            payload={"to": "user@example.com", "subject": "Welcome", "body": "<p>Hi</p>", **payload},
             attempts=1,
         )
         DeliveryLog.objects.create(
