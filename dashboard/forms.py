@@ -13,7 +13,7 @@ from django.template.loader import render_to_string
 from rest_framework import serializers
 
 from accounts.models import API_KEY_NAME_MAX_LENGTH, KeyMode, KeyScope
-from core.api.fields import EMAIL_MAX_LENGTH, DomainNameField, EmailAddressField, HttpsUrlField
+from core.api.fields import EMAIL_MAX_LENGTH, TAG, DomainNameField, EmailAddressField, HttpsUrlField
 from core.errors import ApiKeyNameInvalid
 from dashboard.mail import send_platform_email
 from event_endpoints.models import EventType
@@ -232,7 +232,22 @@ class JobFilterForm(forms.Form):
         max_length=EMAIL_MAX_LENGTH,
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}),
     )
+    tag = forms.CharField(
+        label="Tag",
+        required=False,
+        widget=forms.TextInput(
+            attrs={"maxlength": 64, "autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}
+        ),
+    )
     page = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+
+    def clean_tag(self) -> str:
+        """The API's rule for a tag (its ``tag`` filter's): a value no email could carry finds nothing, so it is
+        refused."""
+        tag = str(self.cleaned_data["tag"])
+        if tag and not TAG.fullmatch(tag):
+            raise forms.ValidationError("Enter a tag of 1 to 64 letters, digits, hyphens or underscores.")
+        return tag
 
     def filters(self) -> JobFilters:
         """The list's filters: an address (it has an @) finds emails to it, anything else webhooks to that host."""
@@ -242,6 +257,7 @@ class JobFilterForm(forms.Form):
             status=self.cleaned_data["status"] or None,
             to=sent_to if "@" in sent_to else None,
             host=sent_to if sent_to and "@" not in sent_to else None,
+            tag=self.cleaned_data["tag"] or None,
         )
 
 

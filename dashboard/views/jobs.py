@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -16,7 +17,7 @@ from core.errors import DomainError, NotFound
 from dashboard.forms import JobFilterForm
 from dashboard.views.base import HolderView
 from dashboard.views.paging import page_query
-from notifications.models import JobStatus
+from notifications.models import JobStatus, JobType
 from notifications.selectors import attempt_rounds, job_get, job_page, owns_job
 from notifications.services import CANCELLED_MESSAGE, REQUEUED_MESSAGE, job_cancel, job_retry
 
@@ -45,6 +46,34 @@ class JobsView(HolderView, View):
         return render(request, self.template_name, context)
 
 
+@dataclass(frozen=True)
+class EmailMessage:
+    """An email job's recipients, reply-to and labels, as its page shows them; each list or mapping empty when the
+    email was sent without it (the payload keeps a key only when the client sent it)."""
+
+    to: str
+    cc: list[str]
+    bcc: list[str]
+    reply_to: list[str]
+    tags: list[str]
+    metadata: dict[str, str]
+    # Suppressed cc and bcc addresses, left out of the message: [{email, reason}].
+    skipped: list[dict[str, str]]
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> EmailMessage:
+        reply_to = payload.get("replyTo") or []  # one address or a list, as sent
+        return cls(
+            to=payload.get("to", ""),
+            cc=payload.get("cc") or [],
+            bcc=payload.get("bcc") or [],
+            reply_to=[reply_to] if isinstance(reply_to, str) else reply_to,
+            tags=payload.get("tags") or [],
+            metadata=payload.get("metadata") or {},
+            skipped=payload.get("skippedRecipients") or [],
+        )
+
+
 class JobView(HolderView, TemplateView):
     template_name = "dashboard/job.html"
 
@@ -57,6 +86,7 @@ class JobView(HolderView, TemplateView):
             **super().get_context_data(**kwargs),
             "job": job,
             "payload": json.dumps(job.payload, indent=2, ensure_ascii=False),
+            "message": EmailMessage.of(job.payload) if job.type == JobType.EMAIL else None,
             "rounds": attempt_rounds(job),
             "can_retry": job.status == JobStatus.FAILED,
             "can_cancel": job.status == JobStatus.PENDING,

@@ -79,7 +79,7 @@ def test_the_type_and_status_filters_show_exactly_the_matching_jobs(
     filter_jobs(page, type="Email", status="Failed")
 
     expect(listed_jobs(page)).to_have_text(newest_first(failed_emails))
-    assert query(page) == {"type": ["email"], "status": ["failed"], "to": [""]}
+    assert query(page) == {"type": ["email"], "status": ["failed"], "to": [""], "tag": [""]}
     expect_filters(page, type="email", status="failed")
 
     page.get_by_role("link", name="Show all jobs").click()
@@ -102,13 +102,13 @@ def test_older_and_newer_page_through_the_filtered_jobs(page: Page, holder: Acco
 
     page.get_by_role("link", name="Older →").click()
     expect(listed_jobs(page)).to_have_text(expected[PER_PAGE:])
-    assert query(page) == {"type": ["webhook"], "status": ["failed"], "to": [""], "page": ["2"]}
+    assert query(page) == {"type": ["webhook"], "status": ["failed"], "to": [""], "tag": [""], "page": ["2"]}
     expect_filters(page, type="webhook", status="failed")
     expect(page.get_by_role("link", name="Older →")).to_have_count(0)
 
     page.get_by_role("link", name="← Newer").click()
     expect(listed_jobs(page)).to_have_text(expected[:PER_PAGE])
-    assert query(page) == {"type": ["webhook"], "status": ["failed"], "to": [""], "page": ["1"]}
+    assert query(page) == {"type": ["webhook"], "status": ["failed"], "to": [""], "tag": [""], "page": ["1"]}
     expect_filters(page, type="webhook", status="failed")
 
 
@@ -244,6 +244,85 @@ def test_sent_to_finds_every_email_to_an_address_or_every_webhook_to_a_host(page
         expect(listed_jobs(page)).to_have_text(newest_first(expected))
         expect(page.get_by_role("table").locator("td.destination")).to_have_text([sent_to.lower()] * len(expected))
         expect(page.get_by_label("Sent to (address or host)")).to_have_value(sent_to)
+
+
+@pytest.mark.parametrize("width", [1280, PHONE_WIDTH])
+def test_an_emails_page_shows_its_recipients_reply_to_tags_metadata_and_skipped_recipients(
+    page: Page, holder: Account, width: int
+) -> None:
+    long_value = "invoice-2031-05-" + "0123456789" * 8  # no space to break at
+    job = JobFactory(
+        account=holder,
+        type=JobType.EMAIL,
+        payload={
+            "to": "ada@example.com",
+            "subject": "Your invoice",
+            "body": "<p>Attached</p>",
+            "cc": ["grace@example.com", "gone@example.com"],
+            "bcc": ["audit@example.com"],
+            "replyTo": ["Acme Billing <billing@acme.com>", "support@acme.com"],
+            "tags": ["invoice", "eu-west"],
+            "metadata": {"order_id": "A-17", "note": "<b>paid</b>", "reference": long_value},
+            "skippedRecipients": [{"email": "gone@example.com", "reason": "hard_bounce"}],
+        },
+    )
+    other = JobFactory(account=holder, type=JobType.EMAIL, payload={"to": "bob@example.com", "tags": ["eu-west"]})
+    JobFactory(account=holder, type=JobType.EMAIL, payload={"to": "eve@example.com", "tags": ["newsletter"]})
+    page.set_viewport_size({"width": width, "height": 900})
+
+    open_job(page, str(job.id))
+
+    expect(job_field(page, "To")).to_have_text("ada@example.com")
+    expect(job_field(page, "Cc")).to_have_text("grace@example.com, gone@example.com")
+    expect(job_field(page, "Bcc")).to_have_text("audit@example.com")
+    expect(job_field(page, "Reply-to")).to_have_text("Acme Billing <billing@acme.com>, support@acme.com")
+    expect(job_field(page, "Tags").get_by_role("link")).to_have_text(["invoice", "eu-west"])
+    message = page.locator("section").filter(has=page.get_by_role("heading", name="Message"))
+    metadata, skipped = message.locator("table").all()
+    expect_table_layout(metadata, stacked=width == PHONE_WIDTH)
+    expect_table_layout(skipped, stacked=width == PHONE_WIDTH)
+    expect(metadata.locator("tbody td")).to_have_text(
+        ["order_id", "A-17", "note", "<b>paid</b>", "reference", long_value]
+    )
+    expect(metadata.locator("b")).to_have_count(0)  # shown as text, never as markup
+    expect(skipped.locator("tbody td")).to_have_text(["gone@example.com", "hard_bounce"])
+    for cell in message.locator("td").all():
+        expect_whole_on_screen(cell, width)
+    expect_no_sideways_scrolling(page, width)
+
+    job_field(page, "Tags").get_by_role("link", name="eu-west").click()
+
+    expect(listed_jobs(page)).to_have_text(newest_first([job, other]))
+    expect(page.get_by_label("Tag", exact=True)).to_have_value("eu-west")
+    expect_no_sideways_scrolling(page, width)
+
+
+def test_the_tag_filter_finds_every_email_sent_with_the_tag_and_says_what_a_tag_may_be(
+    page: Page, holder: Account
+) -> None:
+    receipts = [
+        FailedJobFactory(account=holder, type=JobType.EMAIL, payload={"to": to, "tags": ["receipt"]})
+        for to in ("ada@example.com", "grace@example.com")
+    ]
+    JobFactory(
+        account=holder,
+        type=JobType.EMAIL,
+        status=JobStatus.COMPLETED,
+        payload={"to": "a@example.com", "tags": ["receipt"]},
+    )
+    FailedJobFactory(account=holder, type=JobType.EMAIL, payload={"to": "b@example.com", "tags": ["Receipt"]})
+
+    filter_jobs(page, type="Email", status="Failed", tag="receipt")
+
+    expect(listed_jobs(page)).to_have_text(newest_first(receipts))
+    assert query(page) == {"type": ["email"], "status": ["failed"], "to": [""], "tag": ["receipt"]}
+
+    page.get_by_label("Tag", exact=True).fill("two words")
+    page.get_by_role("button", name="Filter").click()
+
+    expect(page.get_by_role("alert")).to_have_text("Enter a tag of 1 to 64 letters, digits, hyphens or underscores.")
+    expect(listed_jobs(page)).to_have_count(0)
+    expect(page.get_by_label("Tag", exact=True)).to_have_value("two words")
 
 
 @pytest.mark.parametrize("path", ["/dashboard/jobs/", "/dashboard/"])

@@ -129,11 +129,14 @@ def verify_domain(page: Page) -> None:
     page.get_by_role("button", name="Verify").click()
 
 
-def filter_jobs(page: Page, *, type: str, status: str) -> None:
-    """Chooses the jobs page's filters by their option labels ("All types", "Email", "Failed"...) and filters."""
+def filter_jobs(page: Page, *, type: str, status: str, tag: str = "") -> None:
+    """Chooses the jobs page's filters by their option labels ("All types", "Email", "Failed"...), types ``tag``
+    if given, and filters."""
     page.goto("/dashboard/jobs/")
     page.get_by_label("Type", exact=True).select_option(label=type)
     page.get_by_label("Status", exact=True).select_option(label=status)
+    if tag:
+        page.get_by_label("Tag", exact=True).fill(tag)
     page.get_by_role("button", name="Filter").click()
     expect(page).to_have_url(re.compile(r"/dashboard/jobs/\?"))
 

@@ -156,9 +156,33 @@ def test_the_jobs_page_reads_a_page_in_one_query_whatever_its_size(
         assert browser.get("/dashboard/jobs/").status_code == 200
 
 
+def test_the_jobs_page_filters_by_tag_with_the_other_filters(
+    holder: Holder, django_assert_max_num_queries: Any
+) -> None:
+    browser, account = holder
+    body = {"subject": "Receipt", "body": "<p>Thanks</p>"}
+    receipts = [
+        FailedJobFactory(account=account, type=JobType.EMAIL, payload={**body, "to": to, "tags": ["receipt", "eu"]})
+        for to in ("ada@example.com", "grace@example.com")
+    ]
+    JobFactory(account=account, type=JobType.EMAIL, payload={**body, "to": "ada@example.com", "tags": ["receipt"]})
+    FailedJobFactory(account=account, type=JobType.EMAIL, payload={**body, "to": "ada@example.com", "tags": ["eu"]})
+
+    with django_assert_max_num_queries(4):  # session, user, account, the page's jobs: as without a tag
+        by_tag = browser.get("/dashboard/jobs/", {"tag": "receipt", "status": "failed"})
+    to_one = browser.get("/dashboard/jobs/", {"tag": "receipt", "status": "failed", "to": "ADA@example.com"})
+
+    assert listed_ids(by_tag) == newest_first(receipts)
+    assert 'name="tag" value="receipt"' in page_html(by_tag)
+    assert listed_ids(to_one) == [str(receipts[0].id)]
+    assert "No jobs match." in page_text(browser.get("/dashboard/jobs/", {"tag": "Receipt"}))
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
+        ({"tag": "two words"}, "Enter a tag of 1 to 64 letters, digits, hyphens or underscores."),
+        ({"tag": "x" * 65}, "Enter a tag of 1 to 64 letters, digits, hyphens or underscores."),
         ({"status": "lost"}, "Select a valid choice. lost is not one of the available choices."),
         ({"type": "sms"}, "Select a valid choice. sms is not one of the available choices."),
         ({"page": "0"}, "Ensure this value is greater than or equal to 1."),
@@ -245,7 +269,57 @@ def test_an_email_jobs_page_shows_its_provider_and_events(holder: Holder) -> Non
 
     assert "success Postmark 200" in text
     assert "OPENED Postmark" in text
-    assert text.count("ada@example.com") == 2  # the payload's "to" and the event's recipient
+    assert text.count("ada@example.com") == 3  # the message's To, the payload's "to" and the event's recipient
+    assert "Message To ada@example.com Payload" in text  # nothing more: the email was sent without cc, tags, ...
+
+
+def test_an_email_jobs_page_shows_its_recipients_reply_to_tags_metadata_and_skipped_recipients_escaped(
+    holder: Holder,
+) -> None:
+    browser, account = holder
+    payload = {
+        "to": "ada@example.com",
+        "subject": "Invoice",
+        "body": "<p>Attached</p>",
+        "cc": ["grace@example.com", "gone@example.com"],
+        "bcc": ["audit@example.com"],
+        "replyTo": "Acme Billing <billing@acme.com>",
+        "tags": ["invoice", "eu-west"],
+        "metadata": {"order_id": "A-17", "note": "<script>alert(1)</script>"},
+        "skippedRecipients": [{"email": "gone@example.com", "reason": "hard_bounce"}],
+    }
+    job = JobFactory(account=account, type=JobType.EMAIL, payload=payload)
+
+    page = browser.get(f"/dashboard/jobs/{job.id}/")
+    text, html = page_text(page), page_html(page)
+
+    assert (
+        "Message To ada@example.com Cc grace@example.com, gone@example.com Bcc audit@example.com "
+        "Reply-to Acme Billing <billing@acme.com> Tags invoice eu-west "
+        "Metadata Key Value order_id A-17 note <script>alert(1)</script> Skipped recipients"
+    ) in text
+    assert "the others. Address Reason gone@example.com hard_bounce Payload" in text
+    assert "Acme Billing &lt;billing@acme.com&gt;" in html
+    assert "<script>alert(1)</script>" not in html
+    assert '<td data-label="Value">&lt;script&gt;alert(1)&lt;/script&gt;</td>' in html
+    assert 'href="/dashboard/jobs/?tag=eu-west"' in html
+
+
+def test_a_reply_to_list_is_shown_whole(holder: Holder) -> None:
+    browser, account = holder
+    reply_to = ["support@acme.com", "Sales <sales@acme.com>"]
+    job = JobFactory(account=account, type=JobType.EMAIL, payload={"to": "ada@example.com", "replyTo": reply_to})
+
+    text = page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
+
+    assert "Reply-to support@acme.com, Sales <sales@acme.com> Payload" in text
+
+
+def test_a_webhook_jobs_page_has_no_message(holder: Holder) -> None:
+    browser, account = holder
+    job = JobFactory(account=account)
+
+    assert "Message" not in page_text(browser.get(f"/dashboard/jobs/{job.id}/"))
 
 
 def test_another_accounts_job_and_a_bad_id_are_404(holder: Holder, free: Client) -> None:
