@@ -123,12 +123,14 @@ class JobTag(models.Model):
     # The list's index leads with the account: no index of its own either.
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+", db_index=False)
     tag = models.CharField(max_length=64)
-    # The job's created_at: a tag's list reads its jobs in the list's order, newest first, from the index.
+    # The job's mode and created_at (neither ever changes): a tag's list reads its jobs of one mode in the list's
+    # order, newest first, from the index, and counts them there without reading the jobs.
+    test = models.BooleanField()
     created_at = models.DateTimeField()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job", "tag"], name="one_row_per_job_tag")]
-        indexes = [models.Index(fields=["account", "tag", "-created_at"], name="job_tag_account_recent")]
+        indexes = [models.Index(fields=["account", "test", "tag", "-created_at"], name="job_tag_account_recent")]
 
     def __str__(self) -> str:
         return f"{self.tag} on {self.job_id}"

@@ -14,7 +14,16 @@ from django.utils import timezone
 from accounts.models import Account
 from core.errors import JobNotFound
 from core.paging import page_rows
-from notifications.models import DailyTally, DeliveryLog, DeliveryStatus, DestinationHealth, Job, JobStatus, JobType
+from notifications.models import (
+    DailyTally,
+    DeliveryLog,
+    DeliveryStatus,
+    DestinationHealth,
+    Job,
+    JobStatus,
+    JobTag,
+    JobType,
+)
 from notifications.secret_headers import mask_secret_headers, with_secret_headers
 
 FINISHED = [JobStatus.COMPLETED, JobStatus.FAILED]
@@ -151,9 +160,9 @@ def _jobs_of(account: Account, filters: JobFilters, *, test: bool) -> QuerySet[J
     if filters.host:
         jobs = jobs.filter(type=JobType.WEBHOOK, destination=filters.host.lower())
     if filters.tag:
-        # The tag's rows lead: their (account, tag, created_at) index gives the jobs in the list's order, as the
-        # destination's does for ``to``; a tag row's created_at is its job's.
-        tagged = jobs.filter(job_tags__account=account, job_tags__tag=filters.tag)
+        # The tag's rows lead: their (account, test, tag, created_at) index gives the jobs in the list's order, as
+        # the destination's does for ``to``; a tag row's mode and created_at are its job's.
+        tagged = jobs.filter(job_tags__account=account, job_tags__test=test, job_tags__tag=filters.tag)
         return tagged.only(*SLIM_FIELDS).order_by("-job_tags__created_at", "-id")
     return jobs.only(*SLIM_FIELDS).order_by("-created_at", "-id")
 
@@ -161,8 +170,15 @@ def _jobs_of(account: Account, filters: JobFilters, *, test: bool) -> QuerySet[J
 def job_list(
     *, account: Account, page: int, limit: int, filters: JobFilters = JobFilters(), test: bool = False
 ) -> tuple[list[Job], int]:
-    """One page of the caller's jobs of its mode, newest first, and the total: two queries whatever the page size."""
-    return page_rows(_jobs_of(account, filters, test=test), page=page, limit=limit)
+    """One page of the caller's jobs of its mode, newest first, and the total: two queries whatever the page size.
+
+    A tag alone is counted on its own rows, one index range, as ``to`` is on the destination's: joined to the jobs,
+    the database would read every job of the account to count a popular tag's.
+    """
+    counted = None
+    if filters.tag and filters == JobFilters(tag=filters.tag):
+        counted = JobTag.objects.filter(account=account, test=test, tag=filters.tag)
+    return page_rows(_jobs_of(account, filters, test=test), page=page, limit=limit, counted=counted)
 
 
 # LIMIT and OFFSET are 64-bit on PostgreSQL and SQLite.

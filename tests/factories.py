@@ -33,7 +33,7 @@ class JobFactory(factory.django.DjangoModelFactory):
         tags = dict.fromkeys(job.payload.get("tags") or ())
         if create and tags:
             JobTag.objects.bulk_create(
-                JobTag(job=job, account=job.account, tag=tag, created_at=job.created_at) for tag in tags
+                JobTag(job=job, account=job.account, tag=tag, test=job.test, created_at=job.created_at) for tag in tags
             )
 
 

@@ -100,7 +100,7 @@ def _insert_taking_its_unit(job: Job) -> None:
 def _insert_tags(jobs: Sequence[Job]) -> None:
     """The JobTag rows of ``jobs``' tags, each tag once per job: no statement for jobs without tags."""
     rows = [
-        JobTag(job=job, account_id=job.account_id, tag=tag, created_at=job.created_at)
+        JobTag(job=job, account_id=job.account_id, tag=tag, test=job.test, created_at=job.created_at)
         for job in jobs
         for tag in dict.fromkeys(job.payload.get("tags") or ())
     ]

@@ -20,12 +20,13 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('tag', models.CharField(max_length=64)),
+                ('test', models.BooleanField()),
                 ('created_at', models.DateTimeField()),
                 ('account', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.account')),
                 ('job', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='job_tags', to='notifications.job')),
             ],
             options={
-                'indexes': [models.Index(fields=['account', 'tag', '-created_at'], name='job_tag_account_recent')],
+                'indexes': [models.Index(fields=['account', 'test', 'tag', '-created_at'], name='job_tag_account_recent')],
                 'constraints': [models.UniqueConstraint(fields=('job', 'tag'), name='one_row_per_job_tag')],
             },
         ),

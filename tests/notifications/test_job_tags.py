@@ -117,11 +117,15 @@ class TestTheTagFilter:
     def test_a_test_key_lists_only_the_test_jobs_with_the_tag_and_a_live_key_only_the_live_ones(
         self, free: Client
     ) -> None:
-        live = tagged_email(free.account, "trial")
+        live = [tagged_email(free.account, "trial") for _ in range(2)]
         test = tagged_email(free.account, "trial", test=True)
+        tester = with_test_key(free)
 
-        assert listed(with_test_key(free).get(JOBS, tag="trial")) == [str(test.id)]
-        assert listed(free.get(JOBS, tag="trial")) == [str(live.id)]
+        assert listed(tester.get(JOBS, tag="trial")) == [str(test.id)]
+        assert tester.get(JOBS, tag="trial").json()["data"]["pagination"]["total"] == 1
+        assert listed(free.get(JOBS, tag="trial")) == [str(live[1].id), str(live[0].id)]
+        assert free.get(JOBS, tag="trial").json()["data"]["pagination"]["total"] == 2
+        assert listed(tester.get(JOBS, tag="trial", type="email")) == [str(test.id)]
 
     @pytest.mark.parametrize("page_size", [1, 20, 100])
     def test_a_tagged_list_runs_a_constant_number_of_queries(
@@ -137,15 +141,21 @@ class TestTheTagFilter:
 
         assert len(response.json()["data"]["data"]) == page_size
 
-    def test_the_page_is_read_down_the_tags_index_in_the_lists_order(self, free: Client) -> None:
+    def test_the_page_is_read_down_the_tags_index_in_the_lists_order_and_a_tag_alone_counted_on_its_rows(
+        self, free: Client
+    ) -> None:
         tagged_email(free.account, "bulk")
 
         with CaptureQueriesContext(connection) as queries:
-            listed(free.get(JOBS, tag="bulk"))
+            response = free.get(JOBS, tag="bulk")
 
+        assert response.json()["data"]["pagination"]["total"] == 1
         (page,) = [query["sql"] for query in queries if "ORDER BY" in query["sql"]]
         assert 'ORDER BY "notifications_jobtag"."created_at" DESC' in page
         assert '"notifications_jobtag"."account_id" = ' in page
+        (count,) = [query["sql"] for query in queries if "COUNT(*)" in query["sql"]]
+        assert 'FROM "notifications_jobtag" WHERE' in count
+        assert '"notifications_job"' not in count
 
 
 @pytest.mark.django_db
@@ -154,7 +164,15 @@ class TestTheRowsWrittenWithTheJob:
         job = job_store(new_email(free.account, "welcome", "onboarding", "welcome"))
 
         assert tag_rows(job) == [("onboarding", job.created_at), ("welcome", job.created_at)]
-        assert set(JobTag.objects.filter(job=job).values_list("account_id", flat=True)) == {free.account.pk}
+        assert set(JobTag.objects.filter(job=job).values_list("account_id", "test")) == {(free.account.pk, False)}
+
+    def test_a_test_keys_send_writes_its_tags_in_its_mode(self, free: Client) -> None:
+        job = email_job_new(account=free.account, to="user@example.com", subject="S", body="B", test=True)
+        job.payload["tags"] = ["trial"]
+
+        job_store(job)
+
+        assert list(JobTag.objects.values_list("job_id", "tag", "test")) == [(job.id, "trial", True)]
 
     @pytest.mark.django_db(transaction=True)
     def test_a_send_without_tags_costs_what_it_did_and_one_with_tags_adds_their_insert(self, free: Client) -> None:
