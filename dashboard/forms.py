@@ -13,7 +13,7 @@ from django.template.loader import render_to_string
 from rest_framework import serializers
 
 from accounts.models import API_KEY_NAME_MAX_LENGTH, KeyMode, KeyScope
-from core.api.fields import EMAIL_MAX_LENGTH, TAG, DomainNameField, EmailAddressField, HttpsUrlField
+from core.api.fields import EMAIL_MAX_LENGTH, TAG, TAG_RULE, DomainNameField, EmailAddressField, HttpsUrlField
 from core.errors import ApiKeyNameInvalid
 from dashboard.mail import send_platform_email
 from event_endpoints.models import EventType
@@ -246,7 +246,7 @@ class JobFilterForm(forms.Form):
         refused."""
         tag = str(self.cleaned_data["tag"])
         if tag and not TAG.fullmatch(tag):
-            raise forms.ValidationError("Enter a tag of 1 to 64 letters, digits, hyphens or underscores.")
+            raise forms.ValidationError(f"Enter a tag of {TAG_RULE}.")
         return tag
 
     def filters(self) -> JobFilters:

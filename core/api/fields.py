@@ -373,6 +373,7 @@ class EmailListField(StrictField):
 
 # An email's tag: what every provider takes as a tag or category.
 TAG = re.compile(r"[A-Za-z0-9_-]{1,64}")
+TAG_RULE = "1 to 64 of A-Z, a-z, 0-9, _ and -"
 TAG_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": whole_value(TAG.pattern)}
 MAX_TAGS = 10
 TAGS_SCHEMA = {"type": "array", "maxItems": MAX_TAGS, "items": TAG_SCHEMA}
@@ -389,7 +390,7 @@ class TagsField(StrictField):
             self.reject(f"{{name}} must hold at most {MAX_TAGS} tags")
         for index, tag in enumerate(data):
             if not isinstance(tag, str) or not TAG.fullmatch(tag):
-                self.reject("{name} must be 1 to 64 of A-Z, a-z, 0-9, _ and -", at=f"[{index}]")
+                self.reject(f"{{name}} must be {TAG_RULE}", at=f"[{index}]")
         return data
 
 
@@ -530,7 +531,7 @@ def metadata_field(*, reserved: Sequence[str]) -> StringMapField:
 class TagField(StrictField):
     """One tag, as the jobs list's ``tag`` filter takes it (docs/rules.md, "Listing jobs")."""
 
-    invalid_message = required_message = "{name} must be 1 to 64 letters, digits, hyphens or underscores"
+    invalid_message = required_message = f"{{name}} must be {TAG_RULE}"
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str) or not TAG.fullmatch(data):

@@ -320,7 +320,7 @@ def test_the_tag_filter_finds_every_email_sent_with_the_tag_and_says_what_a_tag_
     page.get_by_label("Tag", exact=True).fill("two words")
     page.get_by_role("button", name="Filter").click()
 
-    expect(page.get_by_role("alert")).to_have_text("Enter a tag of 1 to 64 letters, digits, hyphens or underscores.")
+    expect(page.get_by_role("alert")).to_have_text("Enter a tag of 1 to 64 of A-Z, a-z, 0-9, _ and -.")
     expect(listed_jobs(page)).to_have_count(0)
     expect(page.get_by_label("Tag", exact=True)).to_have_value("two words")
 

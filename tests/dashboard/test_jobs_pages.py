@@ -181,8 +181,8 @@ def test_the_jobs_page_filters_by_tag_with_the_other_filters(
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ({"tag": "two words"}, "Enter a tag of 1 to 64 letters, digits, hyphens or underscores."),
-        ({"tag": "x" * 65}, "Enter a tag of 1 to 64 letters, digits, hyphens or underscores."),
+        ({"tag": "two words"}, "Enter a tag of 1 to 64 of A-Z, a-z, 0-9, _ and -."),
+        ({"tag": "x" * 65}, "Enter a tag of 1 to 64 of A-Z, a-z, 0-9, _ and -."),
         ({"status": "lost"}, "Select a valid choice. lost is not one of the available choices."),
         ({"type": "sms"}, "Select a valid choice. sms is not one of the available choices."),
         ({"page": "0"}, "Ensure this value is greater than or equal to 1."),

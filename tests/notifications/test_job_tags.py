@@ -24,7 +24,7 @@ from tests.notifications.test_test_mode import with_test_key
 
 JOBS = "/api/v1/notifications/jobs"
 USER_JOBS = "/api/v1/user/jobs"
-TAG_MESSAGE = "tag must be 1 to 64 letters, digits, hyphens or underscores"
+TAG_MESSAGE = "tag must be 1 to 64 of A-Z, a-z, 0-9, _ and -"
 
 
 def tagged_email(account: Account, *tags: str, to: str = "user@example.com", **fields: Any) -> Job:
