@@ -126,23 +126,39 @@ class Seeded:
     secret: str | None
 
 
-def seed_accounts(count: int, *, prefix: str, secrets: bool = False, monthly_limit: int | None = None) -> list[Seeded]:
-    """Startup accounts, each with an API key, its current usage row (the steady state of an account that has sent
-    before), with ``secrets`` a signing secret so every delivery is signed, and with ``monthly_limit`` that quota of
-    its own in place of the plan's (``Account.monthly_limit``, as staff set it)."""
+def seed_accounts(
+    count: int,
+    *,
+    prefix: str,
+    plan: str = "startup",
+    secrets: bool = False,
+    monthly_limit: int | None = None,
+    rate_limit: int | None = None,
+) -> list[Seeded]:
+    """Accounts on ``plan`` (Startup), each with an API key, its current usage row (the steady state of an account
+    that has sent before), with ``secrets`` a signing secret so every delivery is signed, and with ``monthly_limit``
+    and ``rate_limit`` a quota and a rate of its own in place of the plan's (``Account.monthly_limit`` and
+    ``rate_limit``, as staff set them)."""
     from django.db import connection, transaction
     from django.utils import timezone
 
     from accounts.billing import billing_period
     from accounts.models import UsagePeriod
-    from accounts.services import account_create, account_set_monthly_limit, signing_secret_generate
+    from accounts.services import (
+        account_create,
+        account_set_monthly_limit,
+        account_set_rate_limit,
+        signing_secret_generate,
+    )
 
     seeded = []
     with transaction.atomic():
         for number in range(count):
-            account, api_key = account_create(email=f"{prefix}{number}@bench.example", plan="startup")
+            account, api_key = account_create(email=f"{prefix}{number}@bench.example", plan=plan)
             if monthly_limit is not None:
                 account_set_monthly_limit(account=account, limit=monthly_limit)
+            if rate_limit is not None:
+                account_set_rate_limit(account=account, rate=rate_limit)
             start, _ = billing_period(anchor=account.plan_started_on, today=timezone.now().date())
             UsagePeriod.objects.create(account=account, period_start=start)
             secret = signing_secret_generate(account=account) if secrets else None
