@@ -1,6 +1,7 @@
--- wrk script for `bench/run.py accept` (and `batches`): POSTs webhook sends, rotating API keys and unique
--- idempotency keys; or, given an item count, batches of that many sends a request ({"items": [...]}).
--- Arguments after "--": <keys file> <tag> <wrk thread count> <index of the first key to use> [<items a request>].
+-- wrk script for `bench/run.py accept` (and `batches`): POSTs webhook sends (or plain email sends), rotating API
+-- keys and unique idempotency keys; or, given an item count, batches of that many sends a request ({"items": [...]}).
+-- Arguments after "--": <keys file> <tag> <wrk thread count> <index of the first key to use> [<items a request>]
+-- [<send: webhook or email>].
 -- Prints one "BENCH_RESULT k=v ..." line that bench/run.py parses.
 
 local threads = {}
@@ -24,13 +25,20 @@ function init(args)
   first_key = tonumber(args[4])
   -- 0 (or absent): one send's body a request; n: a batch of n sends.
   items = tonumber(args[5] or "0")
+  email = args[6] == "email"
   sent = 0
   unexpected = 0
   jobs = 0
 end
 
--- One webhook send; its idempotency key ends with `suffix`, unique to the run.
+-- One send (bench/accept.py's Load.one_send); its idempotency key ends with `suffix`, unique to the run.
 local function send_body(suffix)
+  if email then
+    return string.format(
+      '{"to":"reader@bench.example","subject":"Bench","body":"ping %d","idempotencyKey":"%s-%d-%s"}',
+      sent, tag, thread_id, suffix
+    )
+  end
   return string.format(
     '{"url":"https://hooks.example.com/in","payload":{"event":"bench.ping","n":%d},"idempotencyKey":"%s-%d-%s"}',
     sent, tag, thread_id, suffix

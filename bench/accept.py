@@ -2,7 +2,8 @@
 
 Two servers one after the other, as production starts the web process: the app, and the floor (``floor_accept.py``:
 the same job insert and quota take in raw SQL, nothing around them), or with ``--against`` another revision's app.
-bench/README.md says how to read the report.
+With ``--send email`` the load is plain emails (``POST /api/v1/notifications/email``), judged against a revision
+only. bench/README.md says how to read the report.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ MIN_ACCEPT_SHARE = 0.90
 MAX_P99_OF_FLOOR = 1.3
 MAX_ACCEPT_P99_MS = 50.0
 MAX_RPS = 3000  # the fastest app the API keys are planned for
+EMAIL_PATH = "/api/v1/notifications/email"
 KEYS_FILE = VAR_DIR / "api-keys.txt"
 # The processes beside gunicorn that a request makes work, by command name: their CPU is the bench's, not other load.
 HELPERS = ("postgres", "redis-server", "pgbouncer")
@@ -61,12 +63,14 @@ ACCEPT_COLUMNS = (
 
 @dataclass(frozen=True)
 class Load:
-    """What wrk sends (accept.lua): one webhook send's body a request, or with ``items`` a batch of that many sends,
-    to ``path``, with the API keys in ``keys_file`` (written by ``seed_keys``)."""
+    """What wrk sends (accept.lua): one send's body a request (a webhook's, or with ``send`` "email" a plain
+    email's), or with ``items`` a batch of that many sends, to ``path``, with the API keys in ``keys_file`` (written
+    by ``seed_keys``)."""
 
     path: str = ACCEPT_PATH
     items: int = 0
     keys_file: Path = KEYS_FILE
+    send: str = "webhook"
 
     @property
     def sends(self) -> int:
@@ -75,14 +79,17 @@ class Load:
 
     def body(self, tag: str) -> dict[str, Any]:
         """One request's body, as accept.lua writes it (the first request of a run)."""
-        sends = [
-            {"url": "https://hooks.example.com/in", "payload": {}, "idempotencyKey": f"{tag}-{item}"}
-            for item in range(self.sends)
-        ]
+        sends = [self.one_send(f"{tag}-{item}") for item in range(self.sends)]
         return {"items": sends} if self.items else sends[0]
+
+    def one_send(self, idempotency_key: str) -> dict[str, Any]:
+        if self.send == "email":
+            return {"to": "reader@bench.example", "subject": "Bench", "body": "ping", "idempotencyKey": idempotency_key}
+        return {"url": "https://hooks.example.com/in", "payload": {}, "idempotencyKey": idempotency_key}
 
 
 SINGLE = Load()
+EMAIL = Load(path=EMAIL_PATH, send="email")
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,7 @@ def run_wrk(
     tag = f"{target}-{uuid.uuid4().hex[:12]}"
     command = ["wrk", "-t", str(args.wrk_threads), "-c", str(args.connections), "-d", f"{seconds}s", "--timeout", "5s"]
     command += ["-s", str(Path(__file__).with_name("accept.lua")), f"http://127.0.0.1:{args.port}{load.path}"]
-    command += ["--", str(load.keys_file), tag, str(args.wrk_threads), str(first_key), str(load.items)]
+    command += ["--", str(load.keys_file), tag, str(args.wrk_threads), str(first_key), str(load.items), load.send]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=seconds + 60)
     except subprocess.TimeoutExpired as error:
@@ -231,13 +238,18 @@ def seed_keys(
     *,
     keys_file: Path = KEYS_FILE,
     prefix: str = "accept",
+    plan: str = "startup",
     monthly_limit: int | None = None,
+    rate_limit: int | None = None,
 ) -> int:
-    """Seeds Startup accounts for ``rounds`` rounds and writes their API keys to ``keys_file``, where accept.lua reads
-    them; returns the keys a round takes. Each round starts on keys of its own, so no key sees two rounds' requests
-    within one minute. ``monthly_limit``: each account's own quota in place of the plan's (batches spend more)."""
+    """Seeds accounts on ``plan`` (Startup) for ``rounds`` rounds and writes their API keys to ``keys_file``, where
+    accept.lua reads them; returns the keys a round takes. Each round starts on keys of its own, so no key sees two
+    rounds' requests within one minute. ``monthly_limit``, ``rate_limit``: each account's own quota and rate in place
+    of the plan's (batches spend more; a Free key's would refuse the email load)."""
     keys_per_round = max(args.connections, math.ceil(MAX_RPS * (args.warmup + args.duration) / REQUESTS_PER_KEY))
-    seeded = seed_accounts(keys_per_round * rounds, prefix=prefix, monthly_limit=monthly_limit)
+    seeded = seed_accounts(
+        keys_per_round * rounds, prefix=prefix, plan=plan, monthly_limit=monthly_limit, rate_limit=rate_limit
+    )
     keys_file.write_text("".join(f"{account.api_key}\n" for account in seeded))
     return keys_per_round
 
@@ -252,6 +264,14 @@ def options(parser: argparse.ArgumentParser) -> None:
     option(parser, "against", "", "a git revision run in the floor's place: before against after", env="accept")
     option(
         parser,
+        "send",
+        "webhook",
+        "what a request sends: a webhook, or a plain email (with --against only: the floor is a webhook's)",
+        env="accept",
+        choices=["webhook", "email"],
+    )
+    option(
+        parser,
         "request-log",
         "off",
         "off: no line per request on either side; on: each side's own default (with --against)",
@@ -260,16 +280,41 @@ def options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def seed_load(args: argparse.Namespace) -> tuple[int, Load]:
+    """The keys for ``--send``'s load (``seed_keys``: the keys a round takes) and the load."""
+    if args.send == "webhook":
+        return seed_keys(args, args.rounds), SINGLE
+    from accounts.plans import Plan, limits_for
+
+    # Free accounts: their email goes out through the platform's sender, with no provider key or sending domain
+    # (docs/rules.md, "Senders"). Each has the Startup plan's rate and quota as its own, in place of Free's 5 a minute
+    # and 100 a month, so the keys are planned as the webhook load's and none is limited; Free counts every email.
+    startup = limits_for(Plan.STARTUP)
+    keys_per_round = seed_keys(
+        args,
+        args.rounds,
+        plan=Plan.FREE,
+        monthly_limit=startup.monthly_quota,
+        rate_limit=startup.requests_per_minute,
+    )
+    return keys_per_round, EMAIL
+
+
 def run(args: argparse.Namespace) -> None:
     if shutil.which("wrk") is None:
         raise BenchError("wrk is not installed; on Debian/Ubuntu: apt-get install wrk")
-    log(f"accept: wrk -t{args.wrk_threads} -c{args.connections}, {args.duration} s a run, rounds: {args.rounds}")
+    if args.send == "email" and not args.against:
+        raise BenchError("--send email needs --against <revision>: the floor (floor_accept.py) does a webhook's work")
+    log(
+        f"accept: {args.send} sends, wrk -t{args.wrk_threads} -c{args.connections}, {args.duration} s a run, "
+        f"rounds: {args.rounds}"
+    )
     with own_services(args):
-        keys_per_round = seed_keys(args, args.rounds)
+        keys_per_round, load = seed_load(args)
         # Against a revision, its code takes the floor's place: the same load, alternating, round by round.
         targets = ("app", "before") if args.against else ("app", "floor")
         rounds = [
-            [accept_run(args, target, first_key=number * keys_per_round) for target in targets]
+            [accept_run(args, target, first_key=number * keys_per_round, load=load) for target in targets]
             for number in range(args.rounds)
         ]
     apps, floors = [app for app, _ in rounds], [floor for _, floor in rounds]
