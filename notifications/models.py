@@ -106,6 +106,10 @@ class Job(models.Model):
             models.Index(fields=["account", "-created_at"], condition=Q(test=True), name="job_account_test_recent"),
         ]
 
+    # A new email job's files (notifications/attachments.py), not a column: the store writes them in the job's
+    # transaction (notifications/engine/store.py). A job read back never has them here.
+    new_attachments: tuple[Attachment, ...] = ()
+
     def __str__(self) -> str:
         return f"{self.type} job {self.id} ({self.status})"
 
@@ -134,6 +138,30 @@ class JobTag(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tag} on {self.job_id}"
+
+
+class Attachment(models.Model):
+    """A file an email job carries, in its own table so that no read of jobs (a claim, a list, a status) loads its
+    bytes: only the delivery and the holder's download read ``content`` (docs/architecture.md, "Attachments").
+    The job's payload keeps its metadata. Deleted with its job."""
+
+    # The (job, position) constraint's index serves the job's lookups and its cascade.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attachments", db_index=False)
+    # Its place in the request's list, from 0: the payload's order, and the download's address.
+    position = models.PositiveSmallIntegerField()
+    filename = models.CharField(max_length=255)
+    content_type = models.CharField(max_length=255)
+    # Set for an inline attachment, which the body shows as cid:<content_id>.
+    content_id = models.CharField(max_length=255, null=True, blank=True)
+    size = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    content = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "position"], name="attachment_job_position")]
+
+    def __str__(self) -> str:
+        return f"{self.filename} of {self.job_id}"
 
 
 class DailyTally(models.Model):

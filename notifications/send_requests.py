@@ -28,6 +28,7 @@ from core.api.fields import (
     metadata_field,
 )
 from core.api.serializers import BodySerializer
+from notifications.attachments import AttachmentsField
 from notifications.delivery.http import is_refused_target
 from notifications.delivery.wire import json_bytes
 from notifications.models import Priority
@@ -140,6 +141,7 @@ class EmailRequestSerializer(BodySerializer):
     headers = email_headers_field()
     tags = TagsField(required=False)
     metadata = metadata_field(reserved=(JOB_ID_METADATA_KEY,))
+    attachments = AttachmentsField()
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # Declared here because "from" is a Python keyword; placed after "body" so

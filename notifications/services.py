@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -21,6 +21,7 @@ from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import EmailNotSent, JobNotCancellable, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
 from core.public_url import public_url
+from notifications.attachments import attachment_rows, payload_entries
 from notifications.delivery.http import is_refused_target, split_credentials
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import build_headers
@@ -37,7 +38,7 @@ from notifications.quota import counts_against_quota
 from notifications.routing import email_needs_provider_key, email_routing_check, platform_routes, platform_sender
 from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
-from providers.base import OutgoingEmail, build_message
+from providers.base import EmailAttachment, OutgoingEmail, build_message
 from providers.failover import send_with_failover
 from suppressions.selectors import normalized_address, suppression_reason, suppression_reasons
 from suppressions.services import suppressed_message
@@ -111,6 +112,7 @@ def email_job_new(
     headers: dict[str, str] | None = None,
     tags: list[str] | None = None,
     metadata: dict[str, str] | None = None,
+    attachments: Sequence[EmailAttachment] = (),
 ) -> Job:
     """An email job that the account's plan and setup allow, not stored yet; raises the DomainError of the rule
     it breaks (notifications/routing.py). ``test``: sent with a test key (docs/rules.md, "Test mode"). The rich
@@ -129,7 +131,9 @@ def email_job_new(
         "metadata": metadata,
     }
     payload.update((name, value) for name, value in rich.items() if value is not None)
-    return _new_job(
+    if attachments:
+        payload["attachments"] = payload_entries(attachments)
+    job = _new_job(
         account=account,
         type=JobType.EMAIL,
         payload=payload,
@@ -140,6 +144,9 @@ def email_job_new(
         send_at=send_at,
         test=test,
     )
+    if attachments:
+        job.new_attachments = attachment_rows(job, attachments)
+    return job
 
 
 def webhook_job_new(

@@ -392,6 +392,8 @@ SPECTACULAR_SETTINGS = {
 }
 # Largest request body the API parses; bigger ones get 413 before any JSON is read.
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 512 * 1024, minimum=1024)
+# The same for an email send, whose attachments may hold 10 MiB, 13.4 MiB in base64 (docs/rules.md, "Attachments").
+API_MAX_EMAIL_BODY_BYTES = env_int("API_MAX_EMAIL_BODY_BYTES", 15 * 1024 * 1024, minimum=1024)
 # The same for a batch of sends (docs/rules.md, "Batches"): room for a hundred bodies of a few dozen KB each.
 API_MAX_BATCH_BODY_BYTES = env_int("API_MAX_BATCH_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from email import encoders
+from email.mime.base import MIMEBase
 from typing import Any, ClassVar
 
 import requests
@@ -67,6 +69,16 @@ class KeyCheck:
 
 
 @dataclass(frozen=True)
+class EmailAttachment:
+    """A file the message carries; with ``content_id``, inline: the HTML body shows it as ``cid:<content_id>``."""
+
+    filename: str
+    content: bytes
+    content_type: str
+    content_id: str | None = None
+
+
+@dataclass(frozen=True)
 class OutgoingEmail:
     """One message to send. The fields after ``html`` are a job's rich email (docs/rules.md, "Rich email through the
     providers"): each is empty unless the client gave it, as for NotifyHub's own mail."""
@@ -86,6 +98,7 @@ class OutgoingEmail:
     tags: Sequence[str] = ()
     # The client's own; NotifyHub's ``job_id`` is added at the send (:func:`message_metadata`).
     metadata: Mapping[str, str] = field(default_factory=dict)
+    attachments: tuple[EmailAttachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,6 +149,8 @@ def build_message(email: OutgoingEmail, *, connection: Any = None) -> EmailMulti
         headers=dict(email.headers),
     )
     message.attach_alternative(email.html, "text/html")
+    for attachment in email.attachments:
+        message.attach(mime_part(attachment))
     return message
 
 
@@ -161,6 +176,21 @@ def message_metadata(email: OutgoingEmail) -> dict[str, str]:
     if email.job_id is None:
         return dict(email.metadata)
     return {**email.metadata, JOB_ID_METADATA_KEY: email.job_id}
+
+
+def mime_part(attachment: EmailAttachment) -> MIMEBase:
+    """The attachment as a MIME part of its own type, its bytes as they are (Django would decode a text/* file's),
+    inline with its Content-ID when it has one: how anymail reads an inline attachment for every provider
+    (https://anymail.dev/en/stable/sending/anymail_additions/#inline-images)."""
+    maintype, subtype = attachment.content_type.split("/", 1)
+    part = MIMEBase(maintype, subtype)
+    part.set_payload(attachment.content)
+    encoders.encode_base64(part)
+    disposition = "attachment" if attachment.content_id is None else "inline"
+    part.add_header("Content-Disposition", disposition, filename=attachment.filename)
+    if attachment.content_id is not None:
+        part.add_header("Content-ID", f"<{attachment.content_id}>")
+    return part
 
 
 class EmailProvider:

@@ -6,6 +6,7 @@ import json
 import time
 
 from core.errors import DomainError
+from notifications.attachments import job_attachments
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.models import Job
 from notifications.routing import email_route
@@ -57,6 +58,7 @@ def outgoing_email(job: Job, *, sender: str) -> OutgoingEmail:
         headers=payload.get("headers", {}),
         tags=payload.get("tags", ()),
         metadata=payload.get("metadata", {}),
+        attachments=job_attachments(job),
     )
 
 

@@ -31,6 +31,7 @@ from core import sql
 from core.errors import DuplicateRequest, QuotaExceeded
 from notifications.engine.transitions import NextState
 from notifications.models import (
+    Attachment,
     DailyTally,
     DeliveryLog,
     DeliveryStatus,
@@ -79,22 +80,28 @@ def insert(job: Job) -> None:
     duplicate key, and a duplicate costs no quota. Raises DuplicateRequest, or the account's
     QuotaExceeded, which takes the inserted row back out with its transaction.
     """
-    # In a caller's transaction a duplicate must only undo this job's statements: a savepoint. A job with tags
-    # writes their rows in the job's own transaction; one without is still the one statement.
-    atomic = connection.in_atomic_block or bool(job.payload.get("tags"))
+    # In a caller's transaction a duplicate must only undo this job's statements: a savepoint. A job with tags or
+    # attachments writes their rows in the job's own transaction; one without is still the one statement.
+    atomic = connection.in_atomic_block or bool(job.payload.get("tags") or job.new_attachments)
     with _duplicate_answered(job), transaction.atomic() if atomic else nullcontext():
         _insert_taking_its_unit(job)
 
 
 def _insert_taking_its_unit(job: Job) -> None:
     """The job's row and, if ``quota_taken``, its unit: both or neither, in one statement where the database can;
-    then its tags' rows, if it has any. A caller with tags holds a transaction."""
+    then the rows it keeps beside it, if it has any. A caller with those holds a transaction."""
     if not (job.quota_taken and _insert_with_unit_in_one_statement(job)):
         with transaction.atomic():
             job.save(force_insert=True)
             if job.quota_taken:
                 usage_consume(account=job.account)
-    _insert_tags([job])
+    _insert_beside([job])
+
+
+def _insert_beside(jobs: Sequence[Job]) -> None:
+    """The rows new jobs keep beside them, their tags' and their attachments', in the caller's transaction."""
+    _insert_tags(jobs)
+    _insert_attachments(jobs)
 
 
 def _insert_tags(jobs: Sequence[Job]) -> None:
@@ -140,20 +147,26 @@ def insert_failed(arrival: ArrivalFailure, *, announced: bool) -> None:
 
 def insert_batch(jobs: Sequence[Job], *, arrivals: Sequence[ArrivalFailure], announced: bool) -> None:
     """Stores a batch of one account's new jobs, ``arrivals``' among them, and takes a unit of its quota for each
-    that counts (``quota_taken``): all or none, in one transaction, the jobs in one multi-row INSERT and their tags
-    in another.
+    that counts (``quota_taken``): all or none, in one transaction, the jobs in one multi-row INSERT, their tags and
+    their attachments in one more each.
 
     The INSERT comes first, as in `insert`: a key taken meanwhile raises IntegrityError before the quota's row is
     locked, and the caller checks its keys again. Raises the account's QuotaExceeded otherwise.
     """
     with transaction.atomic():
         Job.objects.bulk_create(jobs)
-        _insert_tags(jobs)
+        _insert_beside(jobs)
         DeliveryLog.objects.bulk_create([arrival.log for arrival in arrivals])
         for arrival in arrivals:
             _count_finished(arrival.job, arrival.failure, announced=announced)
         if units := sum(job.quota_taken for job in jobs):
             usage_consume(account=jobs[0].account, units=units)
+
+
+def _insert_attachments(jobs: Sequence[Job]) -> None:
+    """The new jobs' attachments (Job.new_attachments), in the caller's transaction; no statement when none has."""
+    if rows := [row for job in jobs for row in job.new_attachments]:
+        Attachment.objects.bulk_create(rows)
 
 
 @contextmanager

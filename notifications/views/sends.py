@@ -149,6 +149,11 @@ class SendView(ApiKeyView):
 class SendEmailView(SendView):
     InputSerializer = EmailRequestSerializer
 
+    @property
+    def max_body_bytes(self) -> int:
+        # Room for 10 MiB of attachments in base64 (docs/rules.md, "Attachments").
+        return settings.API_MAX_EMAIL_BODY_BYTES
+
     @extend_schema(
         summary="Queue an email",
         description=(
@@ -181,6 +186,7 @@ class SendEmailView(SendView):
             fallback=data.get("fallback"),
             idempotency_key=data.get("idempotencyKey"),
             send_at=data.get("sendAt"),
+            attachments=data.get("attachments", ()),
             test=test,
             cc=data.get("cc"),
             bcc=data.get("bcc"),

@@ -89,7 +89,7 @@ REQUEST_BODIES = {
     ("/api/v1/notifications/email", "post"): (
         "EmailRequest",
         {"to", "subject", "body", "from", "priority", "idempotencyKey", "provider", "fallback", "sendAt"}
-        | {"cc", "bcc", "replyTo", "text", "headers", "tags", "metadata"},
+        | {"cc", "bcc", "replyTo", "text", "headers", "tags", "metadata", "attachments"},
         {"to", "subject", "body"},
     ),
     ("/api/v1/notifications/webhook", "post"): (

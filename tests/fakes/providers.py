@@ -18,6 +18,8 @@ Sources for the shapes (checked for django-anymail 15.2 and the providers' refer
 
 from __future__ import annotations
 
+import base64
+import binascii
 import itertools
 import json
 import re
@@ -456,6 +458,7 @@ def _sendgrid_mail_problems(mail: dict[str, Any]) -> Iterable[dict[str, Any]]:
             )
     if len(mail.get("categories") or []) > 10:
         yield problem("categories", "You may not have more than 10 categories per request.")
+    yield from (problem(field, message) for field, message in _sendgrid_attachment_problems(mail))
     # anymail (backends/sendgrid.py, transform_metadata): non-string custom_args get this cryptic answer.
     custom_args = [mail.get("custom_args") or {}] + [
         p.get("custom_args") or {} for p in personalizations if isinstance(p, dict)
@@ -465,6 +468,21 @@ def _sendgrid_mail_problems(mail: dict[str, Any]) -> Iterable[dict[str, Any]]:
     # "Total custom_args size may not exceed 10,000 bytes" (tsg_mail_v3); the message is the fake's own.
     elif sum(len(name.encode()) + len(value.encode()) for args in custom_args for name, value in args.items()) > 10_000:
         yield problem("custom_args", "The custom_args may total at most 10,000 bytes.")
+
+
+def _sendgrid_attachment_problems(mail: dict[str, Any]) -> Iterable[tuple[str, str]]:
+    """The v3 mail/send attachment checks: `{content, filename, type?, disposition?, content_id?}`, content base64,
+    a content_id for an inline one (https://www.twilio.com/docs/sendgrid/api-reference/mail-send/mail-send)."""
+    for index, attachment in enumerate(mail.get("attachments") or []):
+        if not attachment.get("filename"):
+            yield f"attachments.{index}.filename", "The attachment filename parameter is required."
+        if not _is_base64(attachment.get("content")):
+            yield f"attachments.{index}.content", "The attachment content must be base64 encoded."
+        if attachment.get("disposition") == "inline" and not attachment.get("content_id"):
+            yield (
+                f"attachments.{index}.content_id",
+                "The content_id parameter is required if disposition is set to inline.",
+            )
 
 
 # ======================================================================================
@@ -537,6 +555,10 @@ class FakeResend(FakeProvider):
         # anymail (backends/resend.py, set_extra_headers): header values must be strings.
         if any(not isinstance(value, str) for value in (mail.get("headers") or {}).values()):
             return self._error(422, "The `headers` values must be strings.", "validation_error")
+        for attachment in mail.get("attachments") or []:
+            if not attachment.get("filename") or not _is_base64(attachment.get("content")):
+                # https://resend.com/docs/api-reference/emails/send-email: `content` (base64) and `filename`.
+                return self._error(422, "Attachments must have a filename and base64 content.", "validation_error")
         if not all(_resend_tag_ok(tag) for tag in mail.get("tags") or []):
             message = "Tags should only contain ASCII letters, numbers, underscores, or dashes."
             return self._error(422, message, "validation_error")
@@ -727,6 +749,8 @@ class FakePostmark(FakeProvider):
         metadata = mail.get("Metadata") or {}
         if not _postmark_metadata_ok(metadata):
             return self._error(422, "Invalid metadata content. Up to 10 fields of 20 and 80 characters.", code=300)
+        if problem := _postmark_attachment_problem(mail):
+            return self._error(422, problem, code=300)
         message_id = str(uuid.uuid4())
         self.accepted.append({"MessageID": message_id, "To": mail.get("To", ""), "Metadata": metadata})
         return Reply(200, {"To": mail.get("To", ""), "SubmittedAt": _now(), "MessageID": message_id, **_OK})
@@ -838,6 +862,41 @@ class FakePostmark(FakeProvider):
 
 
 _OK = {"ErrorCode": 0, "Message": "OK"}
+
+
+# A whole message, attachments included, counted after their base64:
+# https://postmarkapp.com/support/article/1056-what-are-the-attachment-and-email-size-limits
+POSTMARK_MESSAGE_MAX_BYTES = 10 * 1000 * 1000
+POSTMARK_TOO_LARGE = "Message size exceeds the 10 MB limit, attachments included."
+
+
+def _postmark_attachment_problem(mail: dict[str, Any]) -> str | None:
+    """Postmark's attachment checks: each `{Name, Content, ContentType, ContentID?}`, the content base64, the type a
+    MIME type, the ContentID ASCII without spaces (https://postmarkapp.com/developer/user-guide/send-email-with-api/
+    send-a-single-email, and its 2023 notice on attachment validation), and the message's size."""
+    attachments = mail.get("Attachments") or []
+    for attachment in attachments:
+        if not all(isinstance(attachment.get(key), str) and attachment[key] for key in ("Name", "Content")):
+            return "Attachments must each have a Name and Content."
+        if not _is_base64(attachment["Content"]):
+            return f"Attachment '{attachment['Name']}' content is not valid base64."
+        if not re.fullmatch(r"[\w.+-]+/[\w.+-]+", attachment.get("ContentType") or ""):
+            return f"Invalid content type for attachment '{attachment['Name']}'."
+        content_id = attachment.get("ContentID") or ""
+        if not content_id.isascii() or " " in content_id:
+            return f"Invalid content ID for attachment '{attachment['Name']}'."
+    size = sum(len(str(mail.get(body) or "")) for body in ("HtmlBody", "TextBody"))
+    if size + sum(len(attachment["Content"]) for attachment in attachments) > POSTMARK_MESSAGE_MAX_BYTES:
+        return POSTMARK_TOO_LARGE
+    return None
+
+
+def _is_base64(content: Any) -> bool:
+    try:
+        base64.b64decode(content, validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        return False
+    return True
 
 
 def _postmark_metadata_ok(metadata: Any) -> bool:

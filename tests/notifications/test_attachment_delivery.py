@@ -1,0 +1,124 @@
+"""Attachments delivered: through each provider's fake, which checks them as its API does, and the local backend."""
+
+from __future__ import annotations
+
+import base64
+import email
+import email.policy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core import mail
+
+from notifications.models import JobStatus
+from tests.conftest import Client, ready_to_send, wait_for_job
+from tests.fakes.providers import POSTMARK_TOO_LARGE, FakePostmark, FakeResend, FakeSendGrid
+
+pytestmark = pytest.mark.usefixtures("worker")
+
+PDF = b"%PDF-1.7\n" + bytes(range(256)) * 8
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
+ATTACHMENTS = [
+    {"filename": "invoice.pdf", "content": base64.b64encode(PDF).decode()},
+    {"filename": "logo.png", "content": base64.b64encode(PNG).decode(), "contentId": "logo@acme"},
+]
+BODY = '<p>Your invoice</p><img src="cid:logo@acme">'
+
+
+def send(client: Client, **fields: Any) -> str:
+    response = client.send_email(body=BODY, attachments=ATTACHMENTS, **fields)
+    assert response.status_code == 202, response.json()
+    return str(response.json()["data"]["jobId"])
+
+
+def decoded(content: str) -> bytes:
+    return base64.b64decode(content, validate=True)
+
+
+def test_postmark_receives_each_attachment_with_the_inline_ones_content_id(
+    startup: Client, postmark: FakePostmark
+) -> None:
+    ready_to_send(startup, "POSTMARK")
+
+    job = wait_for_job(send(startup))
+
+    assert job.status == JobStatus.COMPLETED
+    (call,) = postmark.sent
+    sent = [(a["Name"], decoded(a["Content"]), a["ContentType"], a.get("ContentID")) for a in call.json["Attachments"]]
+    assert sent == [("invoice.pdf", PDF, "application/pdf", None), ("logo.png", PNG, "image/png", "cid:logo@acme")]
+
+
+def test_sendgrid_receives_each_attachment_inline_ones_by_content_id(startup: Client, sendgrid: FakeSendGrid) -> None:
+    ready_to_send(startup, "SENDGRID")
+
+    job = wait_for_job(send(startup))
+
+    assert job.status == JobStatus.COMPLETED
+    (call,) = sendgrid.sent
+    sent = [
+        (a["filename"], decoded(a["content"]), a["type"], a.get("disposition"), a.get("content_id"))
+        for a in call.json["attachments"]
+    ]
+    assert sent == [
+        ("invoice.pdf", PDF, "application/pdf", None, None),
+        ("logo.png", PNG, "image/png", "inline", "logo@acme"),
+    ]
+
+
+def test_resend_receives_each_attachment_inline_ones_by_content_id(startup: Client, resend: FakeResend) -> None:
+    ready_to_send(startup, "RESEND")
+
+    job = wait_for_job(send(startup))
+
+    assert job.status == JobStatus.COMPLETED
+    (call,) = resend.sent
+    sent = [
+        (a["filename"], decoded(a["content"]), a["content_type"], a.get("content_id")) for a in call.json["attachments"]
+    ]
+    assert sent == [("invoice.pdf", PDF, "application/pdf", None), ("logo.png", PNG, "image/png", "logo@acme")]
+
+
+def test_a_provider_refusing_the_attachments_fails_the_attempt_with_its_message(
+    startup: Client, postmark: FakePostmark
+) -> None:
+    ready_to_send(startup, "POSTMARK")
+    # 8 MB of file is 10.7 MB in base64: within NotifyHub's 10 MiB, past Postmark's 10 MB a message.
+    big = {"filename": "scan.pdf", "content": base64.b64encode(b"%PDF" * 2_000_000).decode()}
+
+    response = startup.send_email(attachments=[big])
+    job = wait_for_job(response.json()["data"]["jobId"])
+
+    # Each attempt fails with Postmark's own words; a paid account's attempts are retried as for any refusal.
+    message = f"POSTMARK: 422 {POSTMARK_TOO_LARGE}"
+    assert (job.status, job.error_message) == (JobStatus.FAILED, message)
+    logs = job.delivery_logs.order_by("attempt")
+    assert [(log.status, log.error_message) for log in logs] == [("failed", message)] * job.attempts
+    assert postmark.sent == []
+    assert len(postmark.calls) == job.attempts
+
+
+def test_the_local_backend_writes_the_attachments_into_the_message(free: Client, settings: Any, tmp_path: Path) -> None:
+    settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    settings.EMAIL_FILE_PATH = str(tmp_path)
+
+    job = wait_for_job(send(free))
+
+    assert job.status == JobStatus.COMPLETED
+    (written,) = tmp_path.iterdir()
+    message = email.message_from_bytes(written.read_bytes(), policy=email.policy.default)
+    parts = [
+        (
+            part.get_filename(),
+            part.get_content(),
+            part.get_content_type(),
+            part.get_content_disposition(),
+            part["Content-ID"],
+        )
+        for part in message.iter_attachments()
+    ]
+    assert parts == [
+        ("invoice.pdf", PDF, "application/pdf", "attachment", None),
+        ("logo.png", PNG, "image/png", "inline", "<logo@acme>"),
+    ]
+    assert mail.outbox == []
