@@ -394,8 +394,8 @@ PURGE_WINDOW = timedelta(days=1)
 
 def finished_jobs_purge(*, finished_before: datetime, batch_size: int = 1000) -> Iterator[PurgedBatch]:
     """Deletes the jobs that finished (completed or failed for good) before ``finished_before``, with their delivery
-    logs and provider events, a batch per transaction; yields what each batch deleted. Unfinished jobs stay, and so
-    do the daily tallies (docs/job-states.md, "Daily figures").
+    logs, attachments and provider events, a batch per transaction; yields what each batch deleted. Unfinished jobs
+    stay, and so do the daily tallies (docs/job-states.md, "Daily figures").
 
     Oldest first, a day of creation at a time; within the day, account by account and status by status down the
     (account, status, created_at) index (a job is created before it finishes, so created_at bounds the walk and

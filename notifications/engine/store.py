@@ -568,8 +568,9 @@ def walk_from(jobs: QuerySet[Job], position: Position | None) -> QuerySet[Job]:
 
 def delete_batch(jobs: QuerySet[Job], *, position: Position | None, size: int) -> tuple[list[Position], Counter[str]]:
     """Deletes the next ``size`` of ``jobs`` after ``position``, in one transaction, with the rows that hang off
-    them: delivery logs, tags and, through their reverse relations, rows of apps that build on this one (provider
-    events). Returns the positions deleted, in order, and the rows deleted per model label.
+    them: delivery logs, tags, attachments (by the jobs' ids, their content never read) and, through their reverse
+    relations, rows of apps that build on this one (provider events). Returns the positions deleted, in order, and
+    the rows deleted per model label.
 
     Rows another transaction holds (a Retry Job under way) are skipped, not waited for: a later run takes them.
     Every job selected is locked until it is deleted, so none can change state in between.

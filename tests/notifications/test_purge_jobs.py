@@ -15,11 +15,13 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 from django.core.management.base import OutputWrapper
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import Account
 from core.progress import Progress
-from notifications.models import DailyTally, DeliveryLog, Job, JobStatus, JobTag, JobType
+from notifications.models import Attachment, DailyTally, DeliveryLog, Job, JobStatus, JobTag, JobType
 from notifications.services import finished_jobs_purge
 from notifications.tasks import purge_jobs
 from tests.conftest import Client, locked_elsewhere
@@ -109,6 +111,34 @@ def test_it_deletes_the_tags_of_the_jobs_it_deletes_and_counts_them(free: Client
     assert output.startswith("Deleted 1 job(s) that finished before "), output
     assert output.endswith(" UTC, with 2 job tags.\n"), output
     assert list(JobTag.objects.values_list("job_id", "tag")) == [(kept.id, "receipt")]
+
+
+def test_attachments_go_with_their_job_counted_and_never_loaded(free: Client) -> None:
+    old, recent = finished_job(free.account, days_ago=40, logs=1), finished_job(free.account, days_ago=29, logs=1)
+    for job in (old, old, recent):
+        attachment_of(job)
+
+    with CaptureQueriesContext(connection) as queries:
+        output = purge("--older-than", "30")
+
+    assert output.endswith(", with 2 attachments, 1 delivery logs.\n"), output
+    assert list(Attachment.objects.values_list("job_id", flat=True)) == [recent.id]
+    # Deleted by the jobs' ids in one statement a batch, without a read of their rows.
+    touching = [query["sql"] for query in queries if Attachment._meta.db_table in query["sql"]]
+    assert [statement.split()[0] for statement in touching] == ["DELETE"], touching
+
+
+def attachment_of(job: Job) -> Attachment:
+    position = Attachment.objects.filter(job=job).count()
+    return Attachment.objects.create(
+        job=job,
+        position=position,
+        filename="a.pdf",
+        content_type="application/pdf",
+        size=3,
+        sha256="0" * 64,
+        content=b"pdf",
+    )
 
 
 def test_unfinished_jobs_stay_however_old(free: Client) -> None:

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from accounts.models import Account
-from notifications.models import Job
+from notifications.models import Attachment, Job
 from tests.conftest import Client
 from tests.factories import DeliveryLogFactory, FailedJobFactory
 
@@ -52,6 +52,17 @@ def test_permanent_asks_for_the_email_and_removes_everything(free: Client, monke
     assert f"{email} is gone for good. Deleted: {everything}." in output
     assert not Account.objects.filter(pk=free.account.pk).exists()
     assert not Job.objects.filter(id=job.id).exists()
+
+
+def test_permanent_removes_the_jobs_attachments(free: Client) -> None:
+    job = FailedJobFactory(account=free.account)
+    Attachment.objects.create(
+        job=job, position=0, filename="a.pdf", content_type="application/pdf", size=3, sha256="0" * 64, content=b"pdf"
+    )
+
+    run(free.account.user.email, "--permanent", "--no-input")
+
+    assert not Attachment.objects.exists()
 
 
 def test_permanent_without_the_right_email_deletes_nothing(free: Client, monkeypatch: Any) -> None:

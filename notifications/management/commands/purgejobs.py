@@ -18,8 +18,8 @@ from notifications.services import finished_jobs_purge
 class Command(BaseCommand):
     help = (
         "Delete the jobs that finished (completed or failed) more than DAYS days ago, with their delivery logs, "
-        "tags and provider events, in batches; unfinished jobs and the daily figures stay. Stopping it (Ctrl-C) "
-        "loses nothing: run it again to delete the rest."
+        "tags, attachments and provider events, in batches; unfinished jobs and the daily figures stay. Stopping "
+        "it (Ctrl-C) loses nothing: run it again to delete the rest."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
