@@ -29,6 +29,11 @@ urlpatterns = [
     path("dashboard/webhooks/", webhooks.WebhooksView.as_view(), name="webhooks"),
     path("dashboard/jobs/", jobs.JobsView.as_view(), name="jobs"),
     path("dashboard/jobs/<uuid:job_id>/", jobs.JobView.as_view(), name="job"),
+    path(
+        "dashboard/jobs/<uuid:job_id>/attachments/<int:position>/",
+        jobs.JobAttachmentView.as_view(),
+        name="job-attachment",
+    ),
     path("dashboard/jobs/<uuid:job_id>/retry/", jobs.JobRetryView.as_view(), name="job-retry"),
     path("dashboard/jobs/<uuid:job_id>/cancel/", jobs.JobCancelView.as_view(), name="job-cancel"),
     path("dashboard/suppressions/", suppressions.SuppressionsView.as_view(), name="suppressions"),

@@ -15,6 +15,7 @@ from accounts.models import Account
 from core.errors import JobNotFound
 from core.paging import page_rows
 from notifications.models import (
+    Attachment,
     DailyTally,
     DeliveryLog,
     DeliveryStatus,
@@ -224,6 +225,12 @@ def finished_jobs(*, finished_before: datetime) -> QuerySet[Job]:
 def owns_job(*, account: Account, job_id: uuid.UUID) -> bool:
     """Whether the job is one of the account's live jobs: the holder's, as the dashboard shows them."""
     return Job.objects.filter(id=job_id, account=account, test=False).exists()
+
+
+def attachment_get(*, account: Account, job_id: uuid.UUID, position: int) -> Attachment | None:
+    """The attachment at ``position`` of one of the account's live jobs, its content loaded: the holder's download
+    (the only read of an attachment's content beside its delivery, docs/architecture.md, "Attachments")."""
+    return Attachment.objects.filter(job_id=job_id, job__account=account, job__test=False, position=position).first()
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -10,6 +11,7 @@ from uuid import UUID
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
 from django.views import View
 from django.views.generic import TemplateView
 
@@ -18,7 +20,7 @@ from dashboard.forms import JobFilterForm
 from dashboard.views.base import HolderView
 from dashboard.views.paging import page_query
 from notifications.models import JobStatus, JobType
-from notifications.selectors import attempt_rounds, job_get, job_page, owns_job
+from notifications.selectors import attachment_get, attempt_rounds, job_get, job_page, owns_job
 from notifications.services import CANCELLED_MESSAGE, REQUEUED_MESSAGE, job_cancel, job_retry
 
 JOBS_PER_PAGE = 25
@@ -91,6 +93,36 @@ class JobView(HolderView, TemplateView):
             "can_retry": job.status == JobStatus.FAILED,
             "can_cancel": job.status == JobStatus.PENDING,
         }
+
+
+class JobAttachmentView(HolderView, View):
+    """One file of one of the holder's jobs, as a download: never shown in the page's own origin."""
+
+    def get(self, request: HttpRequest, job_id: UUID, position: int) -> HttpResponse:
+        attachment = attachment_get(account=self.account, job_id=job_id, position=position)
+        if attachment is None:
+            raise Http404("No such attachment")
+        response = HttpResponse(bytes(attachment.content), content_type=download_type(attachment.content_type))
+        response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=attachment.filename)
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Cache-Control"] = "private, no-store"
+        return response
+
+
+# Subtypes a browser may render as a page or run (HTML, SVG and other XML, scripts): a client's file, on this origin.
+RENDERED_SUBTYPE = re.compile(r"html|xml|svg|script", re.IGNORECASE)
+
+
+def download_type(content_type: str) -> str:
+    """The type a download is served as: its own, unless a browser could render it (application/octet-stream)."""
+    maintype, _, subtype = content_type.partition("/")
+    if RENDERED_SUBTYPE.search(subtype) or maintype.lower() not in SERVED_AS_IS:
+        return "application/octet-stream"
+    return content_type
+
+
+# Main types served under their own name; anything else (multipart, message, an unknown one) as bytes.
+SERVED_AS_IS = frozenset({"application", "audio", "font", "image", "model", "text", "video"})
 
 
 class JobActionView(HolderView, View):
