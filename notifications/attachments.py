@@ -8,11 +8,11 @@ the job row alone, whatever its files weigh.
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import mimetypes
 import re
 import unicodedata
-from base64 import b64decode
 from collections.abc import Sequence
 from typing import Any
 
@@ -138,9 +138,8 @@ class AttachmentsField(StrictField):
 
     def _attachment(self, index: int, item: dict[str, Any]) -> EmailAttachment:
         filename: str = item["filename"]
-        try:
-            content = b64decode(item["content"], validate=True)
-        except ValueError:  # binascii.Error, or a character beyond ASCII
+        content = base64_decoded(item["content"])
+        if content is None:
             self.reject("{name}[{index}].content must be base64", index=index)
         return EmailAttachment(
             filename=filename,
@@ -168,6 +167,21 @@ class AttachmentsField(StrictField):
                 index=index,
             )
         return given
+
+
+def base64_decoded(text: str) -> bytes | None:
+    """``text``'s bytes if it is what BASE64_PATTERN matches, else None.
+
+    binascii reads an ASCII str in place, where base64.b64decode would copy it to bytes first (13 MB for a 10 MB
+    file). Its strict mode refuses what is not the alphabet, padding inside the text and a missing pad, but takes
+    extra pads after a whole quantum (``QUJD==``), which the length and the count of pads refuse.
+    """
+    if len(text) % 4 or text.endswith("==="):
+        return None
+    try:
+        return binascii.a2b_base64(text, strict_mode=True)
+    except ValueError:  # binascii.Error, or a character beyond ASCII
+        return None
 
 
 def _extension(filename: str) -> str:
