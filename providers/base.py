@@ -150,7 +150,10 @@ def build_message(email: OutgoingEmail, *, connection: Any = None) -> EmailMulti
     )
     message.attach_alternative(email.html, "text/html")
     for attachment in email.attachments:
-        message.attach(mime_part(attachment))
+        if attachment.content_id is None:
+            message.attach(attachment.filename, attachment.content, attachment.content_type)
+        else:
+            message.attach(inline_part(attachment))
     return message
 
 
@@ -178,19 +181,30 @@ def message_metadata(email: OutgoingEmail) -> dict[str, str]:
     return {**email.metadata, JOB_ID_METADATA_KEY: email.job_id}
 
 
-def mime_part(attachment: EmailAttachment) -> MIMEBase:
-    """The attachment as a MIME part of its own type, its bytes as they are (Django would decode a text/* file's),
-    inline with its Content-ID when it has one: how anymail reads an inline attachment for every provider
-    (https://anymail.dev/en/stable/sending/anymail_additions/#inline-images)."""
+def inline_part(attachment: EmailAttachment) -> MIMEBase:
+    """An inline attachment: a MIME part with its Content-ID, how anymail reads an inline file for every provider
+    (https://anymail.dev/en/stable/sending/anymail_additions/#inline-images).
+
+    Its type is the file's own, as Django's ``attach`` gives a file that is not inline: a text type's file goes as
+    application/octet-stream unless it is UTF-8, the one charset Django and anymail hand a text file on in.
+    """
     maintype, subtype = attachment.content_type.split("/", 1)
+    if maintype.lower() == "text" and not _is_utf8(attachment.content):
+        maintype, subtype = "application", "octet-stream"
     part = MIMEBase(maintype, subtype)
     part.set_payload(attachment.content)
     encoders.encode_base64(part)
-    disposition = "attachment" if attachment.content_id is None else "inline"
-    part.add_header("Content-Disposition", disposition, filename=attachment.filename)
-    if attachment.content_id is not None:
-        part.add_header("Content-ID", f"<{attachment.content_id}>")
+    part.add_header("Content-Disposition", "inline", filename=attachment.filename)
+    part.add_header("Content-ID", f"<{attachment.content_id}>")
     return part
+
+
+def _is_utf8(content: bytes) -> bool:
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class EmailProvider:
@@ -207,7 +221,7 @@ class EmailProvider:
 
     # --- sending ----------------------------------------------------------------------
     def send(self, email: OutgoingEmail, credentials: Credentials) -> SendResult:
-        message = build_message(email, connection=self._connection(credentials))
+        message = build_message(self.carried(email), connection=self._connection(credentials))
         message.extra_headers = self.headers_carried(message.extra_headers)
         # anymail's own attributes: each backend maps them to its provider's fields (docs/rules.md, "Rich email
         # through the providers").
@@ -236,6 +250,10 @@ class EmailProvider:
     def metadata_carried(self, metadata: dict[str, str]) -> dict[str, str]:
         """The metadata this provider can carry, ``job_id`` always among it; as :meth:`tags_carried`."""
         return metadata
+
+    def carried(self, email: OutgoingEmail) -> OutgoingEmail:
+        """``email`` as this provider can carry it (docs/rules.md says what each provider changes): as it is."""
+        return email
 
     def _connection(self, credentials: Credentials) -> Any:
         """anymail's backend for one send, on this thread's kept :func:`provider_session`.

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import mimetypes
+from dataclasses import replace
 from typing import Any
 
-from providers.base import Credentials, DnsRecord, DomainState, EmailProvider, Verification, top_level_message
+from providers.base import (
+    Credentials,
+    DnsRecord,
+    DomainState,
+    EmailAttachment,
+    EmailProvider,
+    OutgoingEmail,
+    Verification,
+    top_level_message,
+)
 
 # Resend lists inbound-mail records too; NotifyHub only sends.
 SENDING_RECORDS = {"SPF", "DKIM", "DMARC"}
@@ -21,6 +32,13 @@ class Resend(EmailProvider):
     # needs anyway to register the sending domain: https://resend.com/docs/api-reference/domains/list-domains and
     # https://resend.com/docs/api-reference/errors
     key_check_path = domains_path
+
+    def carried(self, email: OutgoingEmail) -> OutgoingEmail:
+        """Each attachment under the type its filename names, where the name has a type Resend knows: Resend leaves a
+        message whose attachment names another type queued for ever, and anymail refuses to send one
+        (https://github.com/anymail/django-anymail/pull/451)."""
+        attachments = tuple(_named_type(attachment) for attachment in email.attachments)
+        return replace(email, attachments=attachments) if attachments != email.attachments else email
 
     def error_detail(self, body: Any) -> str | None:
         return top_level_message(body, "message")
@@ -89,3 +107,9 @@ def record_host(record_name: str, domain: str) -> str:
         if record_name == below_apex or record_name.endswith("." + below_apex):
             return f"{record_name}.{apex}"
     return f"{record_name}.{domain}"
+
+
+def _named_type(attachment: EmailAttachment) -> EmailAttachment:
+    # The guess anymail checks the type against (backends/resend.py, make_attachment).
+    named, _ = mimetypes.guess_type(attachment.filename)
+    return attachment if named is None or named == attachment.content_type else replace(attachment, content_type=named)

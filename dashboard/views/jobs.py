@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from io import BytesIO
 from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.http import content_disposition_header
 from django.views import View
 from django.views.generic import TemplateView
 
@@ -98,12 +98,12 @@ class JobView(HolderView, TemplateView):
 class JobAttachmentView(HolderView, View):
     """One file of one of the holder's jobs, as a download: never shown in the page's own origin."""
 
-    def get(self, request: HttpRequest, job_id: UUID, position: int) -> HttpResponse:
+    def get(self, request: HttpRequest, job_id: UUID, position: int) -> FileResponse:
         attachment = attachment_get(account=self.account, job_id=job_id, position=position)
         if attachment is None:
             raise Http404("No such attachment")
-        response = HttpResponse(bytes(attachment.content), content_type=download_type(attachment.content_type))
-        response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=attachment.filename)
+        content, served_as = BytesIO(attachment.content), download_type(attachment.content_type)
+        response = FileResponse(content, as_attachment=True, filename=attachment.filename, content_type=served_as)
         response["X-Content-Type-Options"] = "nosniff"
         response["Cache-Control"] = "private, no-store"
         return response

@@ -58,7 +58,7 @@ def test_the_holder_downloads_an_attachment_as_it_was_sent(holder: Holder, job_i
     response = browser.get(f"/dashboard/jobs/{job_id}/attachments/0/")
 
     assert response.status_code == 200
-    assert response.content == PDF
+    assert b"".join(response.streaming_content) == PDF
     assert response["Content-Type"] == "application/pdf"
     assert response["Content-Disposition"] == 'attachment; filename="invoice 11.pdf"'
     assert response["X-Content-Type-Options"] == "nosniff"
@@ -86,7 +86,11 @@ def test_a_type_a_browser_could_render_is_served_as_bytes(
 
     response = browser.get(f"/dashboard/jobs/{job_id}/attachments/0/")
 
-    assert (response.status_code, response["Content-Type"], response.content) == (200, served_type, SVG)
+    assert (response.status_code, response["Content-Type"], b"".join(response.streaming_content)) == (
+        200,
+        served_type,
+        SVG,
+    )
     assert response["X-Content-Type-Options"] == "nosniff"
 
 

@@ -880,7 +880,7 @@ def _postmark_attachment_problem(mail: dict[str, Any]) -> str | None:
             return "Attachments must each have a Name and Content."
         if not _is_base64(attachment["Content"]):
             return f"Attachment '{attachment['Name']}' content is not valid base64."
-        if not re.fullmatch(r"[\w.+-]+/[\w.+-]+", attachment.get("ContentType") or ""):
+        if not re.fullmatch(r"[\w.+-]+/[\w.+-]+(;.*)?", attachment.get("ContentType") or ""):
             return f"Invalid content type for attachment '{attachment['Name']}'."
         content_id = attachment.get("ContentID") or ""
         if not content_id.isascii() or " " in content_id:
