@@ -14,6 +14,7 @@ from django.core import mail
 from notifications.models import JobStatus
 from tests.conftest import Client, ready_to_send, wait_for_job
 from tests.fakes.providers import POSTMARK_TOO_LARGE, FakePostmark, FakeResend, FakeSendGrid
+from tests.notifications.test_test_mode import with_test_key
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -157,3 +158,16 @@ def test_the_local_backend_writes_the_attachments_into_the_message(free: Client,
         ("notes.txt", NOTES, "text/plain", "attachment", None),
     ]
     assert mail.outbox == []
+
+
+def test_a_test_keys_attachments_are_checked_and_kept_and_never_sent(startup: Client, sendgrid: FakeSendGrid) -> None:
+    ready_to_send(startup, "SENDGRID")
+    tester = with_test_key(startup)
+
+    refused = tester.send_email(attachments=[{"filename": "setup.exe", "content": "TVo="}])
+    job = wait_for_job(send(tester))
+
+    assert refused.json()["error"] == "attachments[0].filename may not be an executable file"
+    assert (job.test, job.status) == (True, JobStatus.COMPLETED)
+    assert [row.filename for row in job.attachments.order_by("position")] == [a["filename"] for a in ATTACHMENTS]
+    assert sendgrid.calls == []
