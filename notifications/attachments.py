@@ -41,7 +41,7 @@ MEDIA_TYPE = re.compile(f"{_RESTRICTED_NAME}/{_RESTRICTED_NAME}")
 CONTENT_ID = re.compile(r"[!-;=?-~]+")
 # Windows drops a name's trailing dots and spaces: "invoice.exe. " opens as invoice.exe.
 _TRAILING = ". "
-# Standard base64 with its padding (RFC 4648, section 4), as binascii reads it with validate=True.
+# Standard base64 with its padding (RFC 4648, section 4): what base64_decoded takes.
 BASE64_PATTERN = "([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
 _CONTROL_CLASS = r"\x00-\x1f\x7f-\x9f"
 _EXECUTABLE = "|".join(_in_either_case(extension) for extension in sorted(EXECUTABLE_EXTENSIONS))

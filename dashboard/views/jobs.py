@@ -111,6 +111,8 @@ class JobAttachmentView(HolderView, View):
 
 # Subtypes a browser may render as a page or run (HTML, SVG and other XML, scripts): a client's file, on this origin.
 RENDERED_SUBTYPE = re.compile(r"html|xml|svg|script", re.IGNORECASE)
+# Main types served under their own name; anything else (multipart, message, an unknown one) as bytes.
+SERVED_AS_IS = frozenset({"application", "audio", "font", "image", "model", "text", "video"})
 
 
 def download_type(content_type: str) -> str:
@@ -119,10 +121,6 @@ def download_type(content_type: str) -> str:
     if RENDERED_SUBTYPE.search(subtype) or maintype.lower() not in SERVED_AS_IS:
         return "application/octet-stream"
     return content_type
-
-
-# Main types served under their own name; anything else (multipart, message, an unknown one) as bytes.
-SERVED_AS_IS = frozenset({"application", "audio", "font", "image", "model", "text", "video"})
 
 
 class JobActionView(HolderView, View):
