@@ -34,6 +34,8 @@ keepalive = 5
 # every value at its declared length and percent-encoded, fits, so the app answers it in the envelope. A longer line
 # is answered 414 by gunicorn itself (docs/rules.md, "Limits"); tests/api/test_query_parameters.py holds the two.
 limit_request_line = 8190
+# gunicorn caps no request body: the API's parser does, reading no further than the operation allows
+# (API_MAX_BODY_BYTES; an email send's API_MAX_EMAIL_BODY_BYTES, 15 MiB, docs/rules.md "Attachments").
 # Off unless asked for ("-" is stdout): the app logs every request itself, with its duration, account and
 # request id, in LOG_FORMAT (docs/observability.md), so gunicorn's line would say the same thing twice.
 _access_log = os.environ.get("GUNICORN_ACCESS_LOG", "off").strip()
