@@ -1,6 +1,7 @@
 """NotifyHub's Python client: ``NotifyHub`` (or ``AsyncNotifyHub``) calls every operation of the API that takes an
 API key; ``verify_delivery``, ``verify_webhook`` and ``parse_event`` check what NotifyHub delivers. See README.md."""
 
+from ._attachments import Attachment
 from ._client import AsyncNotifyHub, NotifyHub
 from ._errors import (
     APIConnectionError,
@@ -44,6 +45,7 @@ from ._models import (
     ProviderStatus,
     ProviderWarning,
     RefusedItem,
+    SkippedRecipient,
     Suppression,
     SuppressionReason,
     SuppressionRemoved,
@@ -59,6 +61,7 @@ __all__ = [
     "APITimeoutError",
     "AcceptedJob",
     "AsyncNotifyHub",
+    "Attachment",
     "AuditApiKey",
     "AuditEntry",
     "AuthenticationError",
@@ -94,6 +97,7 @@ __all__ = [
     "RateLimitError",
     "RefusedItem",
     "ServiceUnavailableError",
+    "SkippedRecipient",
     "Suppression",
     "SuppressionReason",
     "SuppressionRemoved",

@@ -102,8 +102,17 @@ class EmailEvent:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SkippedRecipient:
+    """A ``cc`` or ``bcc`` address left out of the email: it is on the account's suppression list for ``reason``."""
+
+    email: str
+    reason: SuppressionReason
+
+
+@dataclass(frozen=True, kw_only=True)
 class Job(JobSummary):
-    """A job with what it sends, every delivery attempt and the providers' events."""
+    """A job with what it sends, every delivery attempt and the providers' events. ``skipped_recipients``: an
+    email's suppressed ``cc``/``bcc`` addresses, left out of it."""
 
     payload: dict[str, Any]
     max_attempts: int
@@ -111,6 +120,7 @@ class Job(JobSummary):
     next_attempt_at: datetime | None
     delivery_logs: tuple[DeliveryLog, ...]
     events: tuple[EmailEvent, ...]
+    skipped_recipients: tuple[SkippedRecipient, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

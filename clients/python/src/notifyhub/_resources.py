@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
+from ._attachments import Attachment
 from ._calls import Call, Paging, Route, reading
 from ._decode import api_name, decode
 from ._flows import Flow, poll_until_final
@@ -68,6 +69,14 @@ class EmailMessage(TypedDict):
     provider: NotRequired[Provider | None]
     fallback: NotRequired[Provider | None]
     send_at: NotRequired[datetime | str | None]
+    cc: NotRequired[Sequence[str] | None]
+    bcc: NotRequired[Sequence[str] | None]
+    reply_to: NotRequired[str | Sequence[str] | None]
+    text: NotRequired[str | None]
+    headers: NotRequired[Mapping[str, str] | None]
+    tags: NotRequired[Sequence[str] | None]
+    metadata: NotRequired[Mapping[str, str] | None]
+    attachments: NotRequired[Sequence[Attachment] | None]
 
 
 def send_body(message: WebhookMessage | EmailMessage) -> dict[str, Any]:
@@ -84,7 +93,11 @@ def _body_name(name: str) -> str:
 
 
 def _body_value(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return [item.as_body() if isinstance(item, Attachment) else item for item in value]
+    return value
 
 
 def _read_batch(data: Any) -> BatchResult:
@@ -141,9 +154,20 @@ class Emails(Resource[TransportT]):
         provider: Provider | None = None,
         fallback: Provider | None = None,
         send_at: datetime | str | None = None,
+        cc: Sequence[str] | None = None,
+        bcc: Sequence[str] | None = None,
+        reply_to: str | Sequence[str] | None = None,
+        text: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, str] | None = None,
+        attachments: Sequence[Attachment] | None = None,
     ) -> Call[AcceptedJob]:
-        """Queues an email; ``body`` is HTML. ``provider`` and ``fallback`` force its route (paid plans).
-        Returns the accepted job."""
+        """Queues an email; ``body`` is HTML, ``text`` its plain-text part (made from ``body`` when left out).
+        ``provider`` and ``fallback`` force its route (paid plans). ``cc``, ``bcc`` (with ``to``, at most 50
+        recipients), ``reply_to`` (one address or up to 5), ``headers``, ``tags`` (they filter ``jobs.list``),
+        ``metadata`` (it rides on the job's events) and ``attachments`` (``Attachment.from_path``, at most 10 MB in
+        all) as NotifyHub's docs/rules.md, "Rich email", says. Returns the accepted job."""
         message: EmailMessage = {
             "to": to,
             "subject": subject,
@@ -154,6 +178,14 @@ class Emails(Resource[TransportT]):
             "provider": provider,
             "fallback": fallback,
             "send_at": send_at,
+            "cc": cc,
+            "bcc": bcc,
+            "reply_to": reply_to,
+            "text": text,
+            "headers": headers,
+            "tags": tags,
+            "metadata": metadata,
+            "attachments": attachments,
         }
         return route.call(reading(AcceptedJob), body=send_body(message))
 
@@ -177,11 +209,12 @@ class Jobs(Resource[TransportT]):
         status: JobStatus | None = None,
         to: str | None = None,
         host: str | None = None,
+        tag: str | None = None,
         page_size: int | None = None,
     ) -> Paging[JobSummary]:
         """Every job of the key's mode, newest first, fetched ``page_size`` (at most 100) a page: ``to`` the emails
-        to an address, ``host`` the webhooks to a host."""
-        query = {"type": type, "status": status, "to": to, "host": host, "limit": page_size}
+        to an address, ``host`` the webhooks to a host, ``tag`` the emails sent with that tag."""
+        query = {"type": type, "status": status, "to": to, "host": host, "tag": tag, "limit": page_size}
         return route.paging(JobSummary, query=query)
 
     @operation("POST", "/api/v1/notifications/jobs/{job_id}/retry")
