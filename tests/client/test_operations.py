@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,6 +74,46 @@ def test_an_email_send_returns_the_accepted_job(hub: Hub, holder: Client) -> Non
     job = hub.run(lambda nh: nh.jobs.get(accepted.job_id))
     assert (job.destination, job.payload["from"]) == ("ada@example.com", "news@example.com")
     assert Job.objects.get(id=accepted.job_id).provider == "SENDGRID"
+
+
+def test_a_rich_email_sends_every_field_and_its_attachments_from_bytes_and_a_path(
+    hub: Hub, holder: Client, tmp_path: Path
+) -> None:
+    ready_to_send(holder)
+    invoice = tmp_path / "invoice-42.pdf"
+    invoice.write_bytes(b"%PDF-1.7 invoice 42")
+    Suppression.objects.create(account=holder.account, email="gone@example.com", reason="MANUAL")
+
+    accepted = hub.run(
+        lambda nh: nh.emails.send(
+            to="ada@example.com",
+            subject="Your invoice",
+            body='<p>Attached</p><img src="cid:logo">',
+            from_="Acme Billing <news@example.com>",
+            cc=["accounts@example.com", "gone@example.com"],
+            reply_to=["support@example.com"],
+            text="Attached",
+            headers={"X-Entity-Ref-ID": "invoice-42"},
+            tags=["invoice"],
+            metadata={"order_id": "42"},
+            attachments=[
+                notifyhub.Attachment.from_path(invoice),
+                notifyhub.Attachment(filename="logo.png", content=b"\x89PNG", content_id="logo"),
+            ],
+        )
+    )
+
+    job = hub.run(lambda nh: nh.jobs.get(accepted.job_id))
+    assert job.payload["replyTo"] == ["support@example.com"]
+    assert (job.payload["tags"], job.payload["metadata"]) == (["invoice"], {"order_id": "42"})
+    assert [(a["filename"], a["contentType"], a["size"]) for a in job.payload["attachments"]] == [
+        ("invoice-42.pdf", "application/pdf", 19),
+        ("logo.png", "image/png", 4),
+    ]
+    assert job.payload["attachments"][0]["sha256"] == hashlib.sha256(b"%PDF-1.7 invoice 42").hexdigest()
+    assert job.skipped_recipients == (notifyhub.SkippedRecipient(email="gone@example.com", reason="MANUAL"),)
+    listed = hub.collect(lambda nh: nh.jobs.list(tag="invoice"))
+    assert [summary.id for summary in listed] == [accepted.job_id]
 
 
 def test_a_webhook_batch_answers_each_item_in_its_slot(hub: Hub) -> None:
