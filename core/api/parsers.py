@@ -18,7 +18,7 @@ from core.api.exceptions import ApiError, PayloadTooLarge
 # body nested near the interpreter's limit would parse here and fail wherever it is encoded.
 MAX_NESTING = 64
 # An escaped UTF-16 surrogate; only a body with one can decode to a string UTF-8 cannot encode.
-SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class InvalidJson(ApiError):
@@ -91,20 +91,29 @@ class JSONObjectParser(BaseParser):
         parser_context: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         view = (parser_context or {}).get("view")
-        limit = getattr(view, "max_body_bytes", settings.API_MAX_BODY_BYTES)
-        raw = stream.read(limit + 1)
-        if len(raw) > limit:
-            raise PayloadTooLarge(limit_bytes=limit)
+        text = _body_text(stream, getattr(view, "max_body_bytes", settings.API_MAX_BODY_BYTES))
         capped: ListCap | None = getattr(view, "list_cap", None)
-        data = _decode(raw) if capped is None else _decode_capped(raw, capped)
+        data = _decode(text) if capped is None else _decode_capped(text, capped)
         if not isinstance(data, dict):
             raise BodyNotObject()
         # Counting brackets is cheap; only a body with many of them needs its depth measured.
-        if raw.count(b"[") + raw.count(b"{") > MAX_NESTING and _depth(data) > MAX_NESTING:
+        if text.count("[") + text.count("{") > MAX_NESTING and _depth(data) > MAX_NESTING:
             raise BodyTooDeep()
-        if SURROGATE_ESCAPE.search(raw):
+        if SURROGATE_ESCAPE.search(text):
             _reject_unpaired_surrogates(data)
         return data
+
+
+def _body_text(stream: IO[bytes], limit: int) -> str:
+    """The body, read no further than ``limit`` bytes, as text. Its bytes are dropped on return, before the text is
+    decoded: a large body (an email's attachments) then costs its text and its value, not its bytes as well."""
+    raw = stream.read(limit + 1)
+    if len(raw) > limit:
+        raise PayloadTooLarge(limit_bytes=limit)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidJson() from None
 
 
 # JSON as every body is read, whole (_decode) or an entry at a time (_decode_capped): no NaN or Infinity, no number
@@ -112,12 +121,12 @@ class JSONObjectParser(BaseParser):
 _JSON = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
-def _decode(raw: bytes) -> Any:
+def _decode(text: str) -> Any:
     try:
-        return _JSON.decode(raw.decode("utf-8"))
+        return _JSON.decode(text)
     except RecursionError:
         raise BodyTooDeep() from None
-    except (ValueError, UnicodeDecodeError):
+    except ValueError:
         raise InvalidJson() from None
 
 
@@ -146,21 +155,17 @@ class _CutShort(Exception):
 
 
 # Off the framework's road: docs/departures.md, "capped-batch-items".
-def _decode_capped(raw: bytes, cap: ListCap) -> Any:
+def _decode_capped(text: str, cap: ListCap) -> Any:
     """The body, decoded as :func:`_decode` would, but ``cap.field``'s list only as far as ``cap`` lets it go; a
     body that opens as a list is not an object, and is not read further. A body no longer than an entry may be is
     decoded whole, at json.loads' own speed: it costs no more than that entry would."""
-    if len(raw) <= cap.max_entry_chars:
-        return _decode(raw)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidJson() from None
+    if len(text) <= cap.max_entry_chars:
+        return _decode(text)
     start = _after_whitespace(text, 0)
     if text.startswith("[", start):
         raise BodyNotObject()
     if not text.startswith("{", start):
-        return _decode(raw)
+        return _decode(text)
     try:
         return _capped_object(text, start, cap)
     except _CutShort as cut:
