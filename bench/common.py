@@ -168,6 +168,21 @@ def seed_accounts(
     return seeded
 
 
+def sends_through_sendgrid(account: Any, api_key: str) -> None:
+    """Gives ``account`` a SendGrid key and a verified sending domain, example.com, registered there: its email goes
+    out through SendGrid (the fake of tests/fakes/ the bench points SENDGRID_API_URL at), from that domain."""
+    from django.utils import timezone
+
+    from accounts.services import provider_key_set
+    from domains.models import DomainRegistration, DomainStatus, SenderDomain
+
+    provider_key_set(account=account, provider="SENDGRID", api_key=api_key)
+    domain = SenderDomain.objects.create(
+        account=account, name="example.com", status=DomainStatus.VERIFIED, verified_at=timezone.now()
+    )
+    DomainRegistration.objects.create(domain=domain, provider="SENDGRID", provider_domain_id="1", verified=True)
+
+
 def column(model: Any, name: str) -> str:
     """The quoted column of a model's field, for the seeding statements written out in SQL."""
     from core.sql import quote

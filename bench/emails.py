@@ -30,6 +30,7 @@ from bench.common import (
     revision_tree,
     running,
     seed_accounts,
+    sends_through_sendgrid,
     table,
     verdict,
     wait_for_quiet,
@@ -143,10 +144,6 @@ def options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     authority = make_tls()
     with own_services(args):
-        from django.utils import timezone
-
-        from accounts.services import provider_key_set
-        from domains.models import DomainRegistration, DomainStatus, SenderDomain
         from notifications.services import email_job_create, webhook_job_create
         from tests.fakes.providers import FakeSendGrid
         from tests.fakes.receiver import Receiver
@@ -155,11 +152,7 @@ def run(args: argparse.Namespace) -> None:
         with FakeSendGrid().speak_tls(authority) as sendgrid, Receiver(authority) as receiver:
             sendgrid.accept_key("bench-sendgrid-key")
             account = seed_accounts(1, prefix="email", secrets=True)[0].account
-            provider_key_set(account=account, provider="SENDGRID", api_key="bench-sendgrid-key")
-            domain = SenderDomain.objects.create(
-                account=account, name="example.com", status=DomainStatus.VERIFIED, verified_at=timezone.now()
-            )
-            DomainRegistration.objects.create(domain=domain, provider="SENDGRID", provider_domain_id="1", verified=True)
+            sends_through_sendgrid(account, "bench-sendgrid-key")
             create = {
                 "email": lambda: email_job_create(
                     account=account, to="user@example.com", subject="Hi", body="<p>x</p>"

@@ -11,7 +11,8 @@
   suppressions  the suppression check's lookup with a million addresses on one account's list
   scheduled  scheduled sends: a burst due at one second, to arrival; the dispatcher's tick with a day of them waiting
   batches   POST /api/v1/notifications/webhook/batch against single sends under gunicorn: jobs accepted a second
-  all       the eleven in turn (the default)
+  attachments  emails with a 10 MiB attachment: accept time, web and worker memory, webhooks beside, reads
+  all       the twelve in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from bench import (
     accept,
+    attachments,
     batches,
     dashboard,
     delivery,
@@ -55,6 +57,7 @@ BENCHES = {
     "suppressions": suppressions,
     "scheduled": scheduled,
     "batches": batches,
+    "attachments": attachments,
 }
 DATABASE = "notifyhub_bench"
 
@@ -75,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
         common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common_options()], help="the eleven in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the twelve in turn (the default)")
     return parser
 
 
