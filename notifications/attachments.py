@@ -21,7 +21,7 @@ from drf_spectacular.utils import extend_schema_field
 from psycopg import pq
 
 from core import sql
-from core.api.fields import StrictField, _in_either_case, whole_value
+from core.api.fields import StrictField, in_either_case, whole_value
 from notifications.models import Attachment, Job
 from providers.base import EmailAttachment
 
@@ -47,7 +47,7 @@ _TRAILING = ". "
 # Standard base64 with its padding (RFC 4648, section 4): what base64_decoded takes.
 BASE64_PATTERN = "([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
 _CONTROL_CLASS = r"\x00-\x1f\x7f-\x9f"
-_EXECUTABLE = "|".join(_in_either_case(extension) for extension in sorted(EXECUTABLE_EXTENSIONS))
+_EXECUTABLE = "|".join(in_either_case(extension) for extension in sorted(EXECUTABLE_EXTENSIONS))
 FILENAME_PATTERN = whole_value(rf"(?![^{_CONTROL_CLASS}/\\]*\.({_EXECUTABLE})[. ]*$)(?![. ]*$)[^{_CONTROL_CLASS}/\\]+")
 
 ATTACHMENTS_SCHEMA: dict[str, Any] = {

@@ -60,7 +60,7 @@ def whole_value(pattern: str) -> str:
     return f"^(?:{pattern})$(?!\\n)"
 
 
-def _in_either_case(word: str) -> str:
+def in_either_case(word: str) -> str:
     """A pattern of ``word`` in any mix of cases, written without flags (an OpenAPI pattern takes none)."""
     return "".join(f"[{char.upper()}{char}]" if char.isalpha() else char for char in word)
 
@@ -173,7 +173,7 @@ _PORT = "([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][
 # characters, which the pattern does not count.) No `format`: "uri" would refuse what the field takes, such as
 # non-ASCII text in the path.
 HTTPS_URL_PATTERN = whole_value(
-    f"{_in_either_case('https')}://"
+    f"{in_either_case('https')}://"
     f"([^{WHITESPACE_CLASS}:@/?#\\[\\]]+(:[^{WHITESPACE_CLASS}:@/?#\\[\\]]*)?@)?"  # user and password
     f"(({_LABEL}\\.)+([A-Za-z][A-Za-z-]{{0,61}}[A-Za-z]|[Xx][Nn]--[A-Za-z0-9]{{1,59}})\\.?|{_OCTET}(\\.{_OCTET}){{3}})"
     f"(:{_PORT})?"  # port
@@ -247,7 +247,7 @@ HEADERS_SCHEMA = {
     "maxProperties": MAX_HEADERS,
     "propertyNames": {
         "pattern": whole_value(HEADER_NAME.pattern),
-        "not": {"pattern": whole_value("|".join(_in_either_case(name) for name in sorted(RESERVED_HEADERS)))},
+        "not": {"pattern": whole_value("|".join(in_either_case(name) for name in sorted(RESERVED_HEADERS)))},
     },
     "additionalProperties": {"type": "string", "pattern": whole_value(HEADER_VALUE.pattern)},
 }
@@ -452,7 +452,7 @@ class StringMapField(StrictField):
 
     def schema(self) -> dict[str, Any]:
         spelled = [
-            _in_either_case(name.lower()) if self.any_case else re.escape(name) for name in self.refused_keys.values()
+            in_either_case(name.lower()) if self.any_case else re.escape(name) for name in self.refused_keys.values()
         ]
         excluded = r"\x00\r\n" if self.single_line_values else r"\x00"
         return {
