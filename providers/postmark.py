@@ -28,7 +28,7 @@ METADATA_FIELDS, METADATA_NAME_LENGTH, METADATA_VALUE_LENGTH = 10, 20, 80
 
 class Postmark(EmailProvider):
     name = "POSTMARK"
-    anymail_backend = "anymail.backends.postmark.EmailBackend"
+    anymail_backend = "providers.anymail_json.PostmarkBackend"
     credential_kwarg = "server_token"
     api_url_setting = "POSTMARK_API_URL"
     domains_path = "domains"

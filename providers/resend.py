@@ -25,7 +25,7 @@ TRACKING_HEADERS = {"x-tags", "x-metadata"}
 
 class Resend(EmailProvider):
     name = "RESEND"
-    anymail_backend = "anymail.backends.resend.EmailBackend"
+    anymail_backend = "providers.anymail_json.ResendBackend"
     api_url_setting = "RESEND_API_URL"
     domains_path = "domains"
     # Listing domains needs a full access key (a sending-only one gets 401 restricted_api_key), which NotifyHub

@@ -20,7 +20,7 @@ CUSTOM_ARGS_BYTES = 10_000 - len("anymail_id") - 36
 
 class SendGrid(EmailProvider):
     name = "SENDGRID"
-    anymail_backend = "anymail.backends.sendgrid.EmailBackend"
+    anymail_backend = "providers.anymail_json.SendGridBackend"
     api_url_setting = "SENDGRID_API_URL"
     domains_path = "whitelabel/domains"
     # Lists the scopes of the key that calls it, so any valid key may call it:
