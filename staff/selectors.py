@@ -4,13 +4,14 @@ from dataclasses import dataclass
 
 from accounts.models import Account
 from domains.models import DomainRegistration, SenderDomain
-from notifications.models import DeliveryLog, Job
+from notifications.models import Attachment, DeliveryLog, Job
 from webhooks_inbound.models import EmailEvent
 
 # For people, in the order of AccountContents' fields.
 LABELS = [
     ("job", "jobs"),
     ("delivery log", "delivery logs"),
+    ("attachment", "attachments"),
     ("event", "events"),
     ("sending domain", "sending domains"),
     ("domain registration", "domain registrations"),
@@ -25,6 +26,7 @@ class AccountContents:
 
     jobs: int
     delivery_logs: int
+    attachments: int
     events: int
     domains: int
     domain_registrations: int
@@ -40,6 +42,7 @@ class AccountContents:
         return {
             "jobs": self.jobs,
             "deliveryLogs": self.delivery_logs,
+            "attachments": self.attachments,
             "events": self.events,
             "domains": self.domains,
             "domainRegistrations": self.domain_registrations,
@@ -52,6 +55,7 @@ def account_contents(*, account: Account) -> AccountContents:
     return AccountContents(
         jobs=Job.objects.filter(account=account).count(),
         delivery_logs=DeliveryLog.objects.filter(job__account=account).count(),
+        attachments=Attachment.objects.filter(job__account=account).count(),
         events=EmailEvent.objects.filter(account=account).count(),
         domains=SenderDomain.objects.filter(account=account).count(),
         domain_registrations=DomainRegistration.objects.filter(domain__account=account).count(),

@@ -141,9 +141,9 @@ class EraseUserView(StaffApiView):
     @extend_schema(
         summary="Delete a user and all their data for good (staff)",
         description=(
-            "Removes the user, the account, its API and provider keys, jobs, delivery logs, events and sending "
-            "domain (at every provider too): irreversible. The database part is one transaction. `deleted` counts "
-            "what went; `warnings` names each provider that could not remove the domain. Needs the permission "
+            "Removes the user, the account, its API and provider keys, jobs, delivery logs, attachments, events and "
+            "sending domain (at every provider too): irreversible. The database part is one transaction. `deleted` "
+            "counts what went; `warnings` names each provider that could not remove the domain. Needs the permission "
             "`accounts.delete_account`."
         ),
         request=None,

@@ -14,7 +14,7 @@ from django.utils import timezone
 from accounts.models import Account, ApiKey, ProviderKey, SigningSecret, UsagePeriod
 from accounts.services import account_delete, signing_secret_generate
 from domains.models import DomainRegistration, SenderDomain
-from notifications.models import DailyTally, DeliveryLog, Job
+from notifications.models import Attachment, DailyTally, DeliveryLog, Job
 from staff.views import MISSING_PERMISSION, SIGN_IN_REQUIRED, STAFF_ONLY
 from tests.api.test_envelope import assert_error
 from tests.clients import APIClient
@@ -35,10 +35,13 @@ def erase(client: APIClient, user_id: int) -> Any:
 
 
 def with_everything(client: Client) -> Job:
-    """An account with a job, its logs and events, a tally, a signing secret and tracking credentials."""
+    """An account with a job, its logs, attachment and events, a tally, a signing secret and tracking credentials."""
     account = client.account
     job = FailedJobFactory(account=account)
     DeliveryLogFactory.create_batch(2, job=job, attempt=1)
+    Attachment.objects.create(
+        job=job, position=0, filename="a.pdf", content_type="application/pdf", size=3, sha256="0" * 64, content=b"pdf"
+    )
     EmailEventFactory(job=job, type="BOUNCED")
     DailyTally.objects.create(account=account, day=timezone.now().astimezone(UTC).date(), failed=1)
     UsagePeriod.objects.create(account=account, period_start=timezone.now().date(), used=3)
@@ -204,6 +207,7 @@ def test_permanent_removes_the_user_and_everything_of_theirs_and_nothing_else(
         "deleted": {
             "jobs": 1,
             "deliveryLogs": 2,
+            "attachments": 1,
             "events": 1,
             "domains": 0,
             "domainRegistrations": 0,
@@ -218,7 +222,9 @@ def test_permanent_removes_the_user_and_everything_of_theirs_and_nothing_else(
         assert not model.objects.filter(account_id=free.account.pk).exists(), model
     assert not Job.objects.filter(id=job.id).exists()
     assert not DeliveryLog.objects.filter(job_id=job.id).exists()
+    assert not Attachment.objects.filter(job_id=job.id).exists()
     assert DeliveryLog.objects.filter(job_id=other_job.id).count() == 2
+    assert Attachment.objects.filter(job_id=other_job.id).count() == 1
     assert EmailEvent.objects.filter(account=startup.account).count() == 1
     assert startup.get("/api/v1/ping").status_code == 200
     assert_error(erase(staff, user_id), 404, "User not found")

@@ -125,7 +125,7 @@ def test_erasing_asks_first_listing_what_goes_then_removes_it(staff: DjangoClien
     asked = act(staff, "erase", free.account)
 
     assert "Delete for good?" in page_text(asked)
-    assert f"{free.account.user.email} : 1 job, 1 delivery log, 0 events" in page_text(asked)
+    assert f"{free.account.user.email} : 1 job, 1 delivery log, 0 attachments, 0 events" in page_text(asked)
     assert Account.objects.filter(pk=free.account.pk).exists()
 
     done = act(staff, "erase", free.account, apply="1")

@@ -46,7 +46,8 @@ def test_permanent_asks_for_the_email_and_removes_everything(free: Client, monke
     output = run(email, "--permanent", answer=email.upper(), monkeypatch=monkeypatch)
 
     everything = (
-        "1 job, 1 delivery log, 0 events, 0 sending domains, 0 domain registrations, 1 API key, 0 provider keys"
+        "1 job, 1 delivery log, 0 attachments, 0 events, 0 sending domains, 0 domain registrations, 1 API key, "
+        "0 provider keys"
     )
     assert f"This removes {email} for good: {everything}." in output
     assert f"{email} is gone for good. Deleted: {everything}." in output
