@@ -239,12 +239,14 @@ def job_attachments(job: Job) -> tuple[EmailAttachment, ...]:
     """The attachments a delivery sends, in order, read in one query; none without the payload's say-so.
 
     The rows come in PostgreSQL's binary format, where the ORM reads text: a ``bytea`` in text is hex, twice the
-    file's size, which libpq buffers whole and keeps in the connection's input buffer after the read."""
+    file's size, which libpq buffers whole and keeps in the connection's input buffer after the read. SQLite (the
+    embedded mode) reads a blob as it is."""
     if not job.payload.get("attachments"):
         return ()
     with connection.cursor() as cursor:
-        cursor.cursor.format = pq.Format.BINARY  # psycopg's result format, for this cursor's statements
-        cursor.execute(JOB_ATTACHMENTS_SQL, [job.id])
+        if connection.vendor == "postgresql":
+            cursor.cursor.format = pq.Format.BINARY  # psycopg's result format, for this cursor's statements
+        cursor.execute(JOB_ATTACHMENTS_SQL, [sql.db_value(Attachment, "job", job.id)])
         rows = cursor.fetchall()
     return tuple(
         EmailAttachment(filename=filename, content=content, content_type=content_type, content_id=content_id)
