@@ -56,6 +56,10 @@ class Job(models.Model):
     # A webhook's secret custom headers, {name: value} as encrypted JSON; the payload keeps their names with ***
     # as values (notifications/secret_headers.py). Empty when it has none.
     secret_headers = models.TextField(null=True, blank=True)
+    # An email's tags and metadata as its events carry them ({"tags", "metadata"}, those it has; null when it has
+    # neither), copied from its payload when it is stored: the events' paths read these few bytes, never the
+    # payload, which may be half a megabyte (docs/event-endpoints.md, "Events").
+    labels = JSONTextField(null=True, blank=True)
     # Accepted with a test key (docs/rules.md, "Test mode"): its attempts send nothing, and only test keys see it.
     test = models.BooleanField(default=False, db_default=False)
     # Whether the job took its unit of the account's quota when it was stored (docs/rules.md, "Quota"): false for a

@@ -19,7 +19,6 @@ from core.signals import AccountEvent, announce
 from notifications.engine.queue import LAST_STEP, CoalescedTask
 from notifications.engine.transitions import NextState
 from notifications.models import Job, JobAnnouncement, JobStatus
-from notifications.selectors import job_event_labels
 from notifications.serializers import JobSlimSerializer
 
 ANNOUNCE_BATCH_SIZE = 500
@@ -49,7 +48,8 @@ def _announce_batch(batch_size: int) -> int:
     with transaction.atomic():
         # Rows another run holds are its own: skipped, not waited for.
         waiting = JobAnnouncement.objects.select_for_update(skip_locked=True, of=("self",))
-        batch = list(waiting.select_related("job").order_by("id")[:batch_size])
+        # The job's payload stays unread: its events carry its labels (job_finished_event).
+        batch = list(waiting.select_related("job").defer("job__payload").order_by("id")[:batch_size])
         by_account: defaultdict[int, list[AccountEvent]] = defaultdict(list)
         for announcement in batch:
             job = announcement.job
@@ -78,12 +78,14 @@ def job_finished_event(job: Job, finished: NextState) -> AccountEvent:
     shows it then, with the email's tags and metadata (docs/event-endpoints.md)."""
     event_type = "job.completed" if finished.status == JobStatus.COMPLETED else "job.failed"
     data = dict(JobSlimSerializer(_with_state(job, finished)).data)
-    return AccountEvent(event_type, data | job_event_labels(job.payload))
+    return AccountEvent(event_type, data | (job.labels or {}))
 
 
 def _with_state(job: Job, state: NextState) -> Job:
     """A copy of ``job`` in ``state``: ``job`` itself keeps the state its caller knows."""
-    copy = Job(**{field.attname: getattr(job, field.attname) for field in Job._meta.concrete_fields})
+    deferred = job.get_deferred_fields()
+    fields = (field.attname for field in Job._meta.concrete_fields if field.attname not in deferred)
+    copy = Job(**{name: getattr(job, name) for name in fields})
     for name, value in state.columns().items():
         setattr(copy, name, value)
     return copy

@@ -140,15 +140,6 @@ def job_payload_for_staff(job: Job) -> dict[str, Any]:
     return {**job.payload, "headers": mask_secret_headers(headers)}
 
 
-# What of an email's payload rides on each event of the job, job.* and email.* alike (docs/event-endpoints.md).
-EVENT_LABELS = ("tags", "metadata")
-
-
-def job_event_labels(payload: dict[str, Any]) -> dict[str, Any]:
-    """The job's ``tags`` and ``metadata``, those it was sent with, as its events' data carries them."""
-    return {key: payload[key] for key in EVENT_LABELS if payload.get(key)}
-
-
 def _jobs_of(account: Account, filters: JobFilters, *, test: bool) -> QuerySet[Job]:
     """The account's jobs of mode ``test``, filtered, newest first, without payloads: what a list shows."""
     jobs = Job.objects.filter(account=account, test=test)

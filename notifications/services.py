@@ -258,6 +258,7 @@ def _new_job(
         account=account,
         type=type,
         payload=payload,
+        labels=job_labels(payload),
         destination=job_destination(type, payload),
         priority=priority or 5,
         idempotency_key=idempotency_key,
@@ -273,6 +274,16 @@ def _new_job(
     # The store takes the unit with the row, whether the job then goes out or fails on arrival.
     job.quota_taken = counts_against_quota(job)
     return job
+
+
+# What of an email's payload rides on each event of the job, job.* and email.* alike (docs/event-endpoints.md).
+EVENT_LABELS = ("tags", "metadata")
+
+
+def job_labels(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The job's ``tags`` and ``metadata``, those it was sent with, as its events' data carries them (Job.labels);
+    None when it has neither."""
+    return {key: payload[key] for key in EVENT_LABELS if payload.get(key)} or None
 
 
 def _job_create(job: Job) -> Job:

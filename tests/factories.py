@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from notifications.destination import job_destination
 from notifications.models import DeliveryLog, Job, JobStatus, JobTag, JobType
+from notifications.services import job_labels
 from webhooks_inbound.models import EmailEvent
 
 
@@ -25,6 +26,7 @@ class JobFactory(factory.django.DjangoModelFactory):
     )
     # As the send endpoints store it: an email's recipient, a webhook URL's host.
     destination = factory.LazyAttribute(lambda job: job_destination(job.type, job.payload))
+    labels = factory.LazyAttribute(lambda job: job_labels(job.payload))
     created_at = factory.Sequence(lambda n: timezone.now() - timedelta(hours=1) + timedelta(seconds=n))
 
     @factory.post_generation

@@ -20,7 +20,6 @@ from core.crypto import encrypt
 from core.errors import ResendSecretInvalid, SendGridKeyInvalid, TrackingCredentialNotSettable
 from core.signals import AccountEvent, announce
 from notifications.models import DeliveryLog, Job
-from notifications.selectors import job_event_labels
 from providers.names import ProviderName
 from suppressions.services import Reported, suppressions_record
 from webhooks_inbound.events import ReportedEvent
@@ -125,8 +124,8 @@ JOBS_BY_MESSAGE_SQL = f"""
     WHERE j.{sql.column(Job, "account")} = %s AND l.{sql.column(DeliveryLog, "provider_message_id")} IN ({{values}})
 """
 JOB_ID = f"j.{sql.column(Job, 'id')}"
-JOB_ID_AND_PAYLOAD = f"{JOB_ID}, j.{sql.column(Job, 'payload')}"
-PAYLOAD_FIELD = Job._meta.get_field("payload")
+JOB_ID_AND_LABELS = f"{JOB_ID}, j.{sql.column(Job, 'labels')}"
+LABELS_FIELD = Job._meta.get_field("labels")
 EVENT_FIELDS = tuple(field.name for field in EmailEvent._meta.concrete_fields if not field.primary_key)
 # The unique constraint decides what is new, in the statement itself: a concurrent delivery of
 # the same event cannot slip between a read and the write, and what comes back was stored now.
@@ -171,7 +170,7 @@ def events_record(*, account: Account, provider: str, events: Sequence[ReportedE
 
 def _announced(provider: str, event: ReportedEvent, job_id: uuid.UUID, labels: dict[str, Any]) -> AccountEvent:
     """``email.<type>`` (docs/event-endpoints.md): which job's email, to whom, through whom, and when, with the
-    email's ``labels`` (notifications.selectors.job_event_labels)."""
+    email's ``labels`` (Job.labels)."""
     data = {
         "jobId": str(job_id),
         "recipient": event.recipient,
@@ -203,8 +202,8 @@ def _insert_new(rows: list[EmailEvent]) -> list[str]:
 
 @dataclass
 class JobLookup:
-    """Finds the account's jobs that events name; ``with_labels``, it reads their payloads in the same queries and
-    keeps the tags and metadata of those that have any."""
+    """Finds the account's jobs that events name; ``with_labels``, it reads their labels (Job.labels) in the same
+    queries and keeps those of the jobs that have any."""
 
     account: Account
     with_labels: bool
@@ -219,7 +218,7 @@ class JobLookup:
 
     def _read(self, row: Sequence[Any]) -> uuid.UUID:
         job_id = _as_uuid(row[0])
-        if self.with_labels and (labels := job_event_labels(PAYLOAD_FIELD.to_python(row[1]))):
+        if self.with_labels and (labels := LABELS_FIELD.to_python(row[1])):
             self.labels[job_id] = labels
         return job_id
 
@@ -228,7 +227,7 @@ class JobLookup:
         rows: list[tuple[Any, ...]] = []
         if not values:
             return rows
-        job = JOB_ID_AND_PAYLOAD if self.with_labels else JOB_ID
+        job = JOB_ID_AND_LABELS if self.with_labels else JOB_ID
         with connection.cursor() as cursor:
             for batch in sql.in_batches(values, other_params=1):
                 cursor.execute(statement.format(job=job, values=sql.in_list(len(batch))), [self.account.pk, *batch])

@@ -6,9 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -147,8 +149,12 @@ def test_a_finished_emails_event_carries_its_tags_and_metadata_and_a_job_without
     tags_only = _finished_email(subscribed, DELIVERED, tags=["digest"])
     plain = _finished(subscribed)
 
-    assert finished_jobs_announce() == 4
+    with CaptureQueriesContext(connection) as queries:
+        assert finished_jobs_announce() == 4
 
+    job_reads = [query["sql"] for query in queries if 'JOIN "notifications_job"' in query["sql"]]
+    assert job_reads
+    assert all('"labels"' in statement and '"payload"' not in statement for statement in job_reads)
     events = {event.data["id"]: event for event in Event.objects.all()}
     slim = set(events[str(plain.id)].data)
     assert (events[str(completed.id)].type, events[str(failed.id)].type) == ("job.completed", "job.failed")
@@ -255,3 +261,21 @@ def test_purging_or_erasing_jobs_not_yet_announced_takes_their_announcements(sub
     assert not Job.objects.exists()
     assert not JobAnnouncement.objects.exists()
     assert finished_jobs_announce() == 0
+
+
+def test_the_migration_fills_the_labels_of_the_emails_stored_with_them_before_it(subscribed: Client) -> None:
+    labelled = JobFactory(account=subscribed.account, type=JobType.EMAIL, created_at=timezone.now())
+    labelled.payload |= {"tags": ["receipt"], "metadata": {"order_id": "A-17"}}
+    plain = JobFactory(account=subscribed.account, type=JobType.EMAIL, created_at=timezone.now())
+    webhook = JobFactory(account=subscribed.account, created_at=timezone.now())
+    Job.objects.filter(id=labelled.id).update(payload=labelled.payload)
+    Job.objects.update(labels=None)  # as the jobs were before the column existed
+    fill_labels = __import__("notifications.migrations.0020_fill_job_labels", fromlist=["fill_labels"]).fill_labels
+
+    fill_labels(apps, SimpleNamespace(connection=connection))
+
+    assert dict(Job.objects.values_list("id", "labels")) == {
+        labelled.id: {"tags": ["receipt"], "metadata": {"order_id": "A-17"}},
+        plain.id: None,
+        webhook.id: None,
+    }

@@ -54,10 +54,14 @@ def test_a_rich_email_is_stored_with_each_field_as_sent(free: Client) -> None:
 
     assert job.payload == {**EMAIL, **RICH}
     assert list(job.payload) == ["to", "subject", "body", *RICH]
+    # What its events carry, beside the payload (docs/event-endpoints.md).
+    assert job.labels == {"tags": RICH["tags"], "metadata": RICH["metadata"]}
 
 
 def test_a_plain_email_stores_none_of_the_rich_keys(free: Client) -> None:
-    assert _stored(free.send_email()).payload == EMAIL
+    job = _stored(free.send_email())
+
+    assert (job.payload, job.labels) == (EMAIL, None)
 
 
 @pytest.mark.parametrize(

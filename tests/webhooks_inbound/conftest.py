@@ -8,6 +8,7 @@ import pytest
 
 from accounts.models import Account
 from notifications.models import DeliveryLog, Job, JobStatus, JobType
+from notifications.services import job_labels
 from tests.clients import APIClient
 from tests.conftest import Client
 from tests.fakes.events import Delivery, PostmarkEvents, ResendEvents, SendGridEvents
@@ -42,11 +43,13 @@ def sent_email() -> SentEmail:
     ) -> tuple[Job, str]:
         """``payload``: what the email's payload holds beside its recipient, subject and body (tags, metadata)."""
         message_id = message_id or str(uuid.uuid4())
+        full_payload = {"to": "user@example.com", "subject": "Welcome", "body": "<p>Hi</p>", **payload}
         job = Job.objects.create(
             account=account,
             type=JobType.EMAIL,
             status=JobStatus.COMPLETED,
-            payload={"to": "user@example.com", "subject": "Welcome", "body": "<p>Hi</p>", **payload},
+            payload=full_payload,
+            labels=job_labels(full_payload),
             attempts=1,
         )
         DeliveryLog.objects.create(
