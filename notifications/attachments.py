@@ -227,28 +227,50 @@ def attachment_rows(job: Job, attachments: Sequence[EmailAttachment]) -> tuple[A
     )
 
 
-# Off the framework's road: docs/departures.md, "binary-attachment-read".
+# What a delivery reads of a job's attachments, in order, without their content.
 JOB_ATTACHMENTS_SQL = f"""
-    SELECT {sql.columns(Attachment, fields=("filename", "content_type", "content_id", "content"))}
+    SELECT {sql.columns(Attachment, fields=("position", "filename", "content_type", "content_id", "size"))}
     FROM {sql.table(Attachment)} WHERE {sql.column(Attachment, "job")} = %s
     ORDER BY {sql.column(Attachment, "position")}
 """
+# One slice of one attachment's content: substr counts from 1, in bytes, on PostgreSQL's bytea and SQLite's blob.
+# Off the framework's road: docs/departures.md, "binary-attachment-read".
+CONTENT_SLICE_SQL = f"""
+    SELECT substr({sql.column(Attachment, "content")}, %s, %s) FROM {sql.table(Attachment)}
+    WHERE {sql.column(Attachment, "job")} = %s AND {sql.column(Attachment, "position")} = %s
+"""
+# The most of a file one statement reads: libpq keeps its connection's input buffer at the largest result it has
+# read, for the connection's life (bench/RESULTS.md, the attachments rows).
+CONTENT_SLICE_BYTES = 1024 * 1024
 
 
 def job_attachments(job: Job) -> tuple[EmailAttachment, ...]:
-    """The attachments a delivery sends, in order, read in one query; none without the payload's say-so.
+    """The attachments a delivery sends, in order; none without the payload's say-so.
 
-    The rows come in PostgreSQL's binary format, where the ORM reads text: a ``bytea`` in text is hex, twice the
-    file's size, which libpq buffers whole and keeps in the connection's input buffer after the read. SQLite (the
+    Each file is read in slices of CONTENT_SLICE_BYTES, in PostgreSQL's binary format where the ORM reads text (a
+    ``bytea`` in text is hex, twice its size): the worker's connection never buffers more than a slice. SQLite (the
     embedded mode) reads a blob as it is."""
     if not job.payload.get("attachments"):
         return ()
+    job_id = sql.db_value(Attachment, "job", job.id)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.cursor.format = pq.Format.BINARY  # psycopg's result format, for this cursor's statements
-        cursor.execute(JOB_ATTACHMENTS_SQL, [sql.db_value(Attachment, "job", job.id)])
-        rows = cursor.fetchall()
-    return tuple(
-        EmailAttachment(filename=filename, content=content, content_type=content_type, content_id=content_id)
-        for filename, content_type, content_id, content in rows
-    )
+        cursor.execute(JOB_ATTACHMENTS_SQL, [job_id])
+        return tuple(
+            EmailAttachment(
+                filename=filename,
+                content=_content(cursor, job_id, position, size),
+                content_type=content_type,
+                content_id=content_id,
+            )
+            for position, filename, content_type, content_id, size in cursor.fetchall()
+        )
+
+
+def _content(cursor: Any, job_id: Any, position: int, size: int) -> bytes:
+    slices = []
+    for start in range(0, size, CONTENT_SLICE_BYTES):
+        cursor.execute(CONTENT_SLICE_SQL, [start + 1, CONTENT_SLICE_BYTES, job_id, position])
+        slices.append(bytes(cursor.fetchone()[0]))
+    return b"".join(slices)

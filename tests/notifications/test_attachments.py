@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import re
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from notifications.attachments import ATTACHMENTS_SCHEMA, FILENAME_PATTERN
+from notifications.attachments import ATTACHMENTS_SCHEMA, CONTENT_SLICE_BYTES, FILENAME_PATTERN, job_attachments
 from notifications.models import Attachment, Job, JobStatus
 from tests.api.test_envelope import assert_error
 from tests.conftest import EMAIL, Client
@@ -136,6 +137,25 @@ def test_the_payload_keeps_each_attachments_metadata_and_its_own_table_the_bytes
         (PNG, len(PNG), sha256(PNG)),
         (b"\x00\x01", 2, sha256(b"\x00\x01")),
     ]
+
+
+def test_a_delivery_reads_each_file_whole_in_slices_of_a_mib(free: Client) -> None:
+    large = os.urandom(2 * CONTENT_SLICE_BYTES + 7)
+    files = [invoice(filename="scan.pdf", content=encoded(large)), invoice(filename="note.txt", content=encoded(b"x"))]
+    response = free.send_email(attachments=[*files, invoice()])
+    job = Job.objects.get(id=response.json()["data"]["jobId"])
+
+    with CaptureQueriesContext(connection) as queries:
+        attachments = job_attachments(job)
+
+    assert [(a.filename, a.content) for a in attachments] == [
+        ("scan.pdf", large),
+        ("note.txt", b"x"),
+        ("invoice.pdf", PDF),
+    ]
+    # The files' list, then three slices of the large file and one of each small one: none of a statement's
+    # results holds more than a slice.
+    assert len(queries) == 1 + 3 + 1 + 1
 
 
 def test_a_job_without_attachments_has_no_key_and_no_rows(free: Client) -> None:

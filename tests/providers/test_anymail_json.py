@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -76,3 +77,23 @@ def test_each_provider_receives_the_long_strings_whole(provider: type[FakeProvid
     assert contents == [base64.b64encode(FILE).decode(), base64.b64encode(b"%PDF").decode()]
     html = call.json.get("html") or call.json.get("HtmlBody") or call.json["content"][-1]["value"]
     assert html == HTML
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+def test_an_attachments_base64_is_made_as_the_body_is_sent_never_held_whole(backend: str) -> None:
+    path, credential = BACKENDS[backend]
+    connection = get_connection(path, api_url="https://x.invalid/", **{credential: KEY})
+    built = message(connection)
+    built.attach("large.bin", os.urandom(4 * 1024 * 1024), "application/octet-stream")
+
+    tracemalloc.start()
+    try:
+        body = connection.build_message_payload(built, connection.send_defaults).serialize_data()
+        sent = sum(len(chunk) for chunk in body)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    # anymail's own payload holds the large file's base64 whole (5.3 MiB), then its escaped copy and the document.
+    assert sent > 4 * 1024 * 1024 * 4 // 3
+    assert peak < 1024 * 1024
