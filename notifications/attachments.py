@@ -18,11 +18,11 @@ from typing import Any
 
 from django.db import connection
 from drf_spectacular.utils import extend_schema_field
-from psycopg import pq
 
 from core import sql
 from core.api.fields import StrictField, in_either_case, whole_value
 from notifications.models import Attachment, Job
+from notifications.selectors import attachment_content
 from providers.base import EmailAttachment
 
 MAX_ATTACHMENTS = 10
@@ -233,44 +233,22 @@ JOB_ATTACHMENTS_SQL = f"""
     FROM {sql.table(Attachment)} WHERE {sql.column(Attachment, "job")} = %s
     ORDER BY {sql.column(Attachment, "position")}
 """
-# One slice of one attachment's content: substr counts from 1, in bytes, on PostgreSQL's bytea and SQLite's blob.
-# Off the framework's road: docs/departures.md, "binary-attachment-read".
-CONTENT_SLICE_SQL = f"""
-    SELECT substr({sql.column(Attachment, "content")}, %s, %s) FROM {sql.table(Attachment)}
-    WHERE {sql.column(Attachment, "job")} = %s AND {sql.column(Attachment, "position")} = %s
-"""
-# The most of a file one statement reads: libpq keeps its connection's input buffer at the largest result it has
-# read, for the connection's life (bench/RESULTS.md, the attachments rows).
-CONTENT_SLICE_BYTES = 1024 * 1024
 
 
 def job_attachments(job: Job) -> tuple[EmailAttachment, ...]:
-    """The attachments a delivery sends, in order; none without the payload's say-so.
-
-    Each file is read in slices of CONTENT_SLICE_BYTES, in PostgreSQL's binary format where the ORM reads text (a
-    ``bytea`` in text is hex, twice its size): the worker's connection never buffers more than a slice. SQLite (the
-    embedded mode) reads a blob as it is."""
+    """The attachments a delivery sends, in order, each read in slices (attachment_content): the worker's
+    connection never buffers more than a slice. None without the payload's say-so."""
     if not job.payload.get("attachments"):
         return ()
-    job_id = sql.db_value(Attachment, "job", job.id)
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.cursor.format = pq.Format.BINARY  # psycopg's result format, for this cursor's statements
-        cursor.execute(JOB_ATTACHMENTS_SQL, [job_id])
-        return tuple(
-            EmailAttachment(
-                filename=filename,
-                content=_content(cursor, job_id, position, size),
-                content_type=content_type,
-                content_id=content_id,
-            )
-            for position, filename, content_type, content_id, size in cursor.fetchall()
+        cursor.execute(JOB_ATTACHMENTS_SQL, [sql.db_value(Attachment, "job", job.id)])
+        files = cursor.fetchall()
+    return tuple(
+        EmailAttachment(
+            filename=filename,
+            content=b"".join(attachment_content(job_id=job.id, position=position, size=size)),
+            content_type=content_type,
+            content_id=content_id,
         )
-
-
-def _content(cursor: Any, job_id: Any, position: int, size: int) -> bytes:
-    slices = []
-    for start in range(0, size, CONTENT_SLICE_BYTES):
-        cursor.execute(CONTENT_SLICE_SQL, [start + 1, CONTENT_SLICE_BYTES, job_id, position])
-        slices.append(bytes(cursor.fetchone()[0]))
-    return b"".join(slices)
+        for position, filename, content_type, content_id, size in files
+    )

@@ -1,17 +1,20 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Case, Count, F, Min, OuterRef, Prefetch, Q, QuerySet, Subquery, Value, When, Window
 from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
+from psycopg import pq
 
 from accounts.models import Account
+from core import sql
 from core.errors import JobNotFound
 from core.paging import page_rows
 from notifications.models import (
@@ -219,9 +222,34 @@ def owns_job(*, account: Account, job_id: uuid.UUID) -> bool:
 
 
 def attachment_get(*, account: Account, job_id: uuid.UUID, position: int) -> Attachment | None:
-    """The attachment at ``position`` of one of the account's live jobs, its content loaded: the holder's download
-    (the only read of an attachment's content beside its delivery, docs/architecture.md, "Attachments")."""
-    return Attachment.objects.filter(job_id=job_id, job__account=account, job__test=False, position=position).first()
+    """The attachment at ``position`` of one of the account's live jobs, without its content, which the holder's
+    download streams (notifications.attachments.attachment_content)."""
+    attachments = Attachment.objects.filter(job_id=job_id, job__account=account, job__test=False, position=position)
+    return attachments.defer("content").first()
+
+
+# One slice of one attachment's content: substr counts from 1, in bytes, on PostgreSQL's bytea and SQLite's blob.
+# Off the framework's road: docs/departures.md, "binary-attachment-read".
+CONTENT_SLICE_SQL = f"""
+    SELECT substr({sql.column(Attachment, "content")}, %s, %s) FROM {sql.table(Attachment)}
+    WHERE {sql.column(Attachment, "job")} = %s AND {sql.column(Attachment, "position")} = %s
+"""
+# The most of a file one statement reads: libpq keeps its connection's input buffer at the largest result it has
+# read, for the connection's life (bench/RESULTS.md, the attachments rows).
+CONTENT_SLICE_BYTES = 1024 * 1024
+
+
+def attachment_content(*, job_id: uuid.UUID, position: int, size: int) -> Iterator[bytes]:
+    """The content of a job's attachment of ``size`` bytes, slice by slice, in PostgreSQL's binary format where
+    the ORM reads text (a ``bytea`` in text is hex, twice its size): a delivery joins them, a download streams them.
+    SQLite (the embedded mode) reads a blob as it is."""
+    job = sql.db_value(Attachment, "job", job_id)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.cursor.format = pq.Format.BINARY  # psycopg's result format, for this cursor's statements
+        for start in range(0, size, CONTENT_SLICE_BYTES):
+            cursor.execute(CONTENT_SLICE_SQL, [start + 1, CONTENT_SLICE_BYTES, job, position])
+            yield bytes(cursor.fetchone()[0])
 
 
 @dataclass(frozen=True)

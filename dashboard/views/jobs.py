@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from io import BytesIO
 from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
 from django.views import View
 from django.views.generic import TemplateView
 
@@ -20,7 +20,7 @@ from dashboard.forms import JobFilterForm
 from dashboard.views.base import HolderView
 from dashboard.views.paging import page_query
 from notifications.models import JobStatus, JobType
-from notifications.selectors import attachment_get, attempt_rounds, job_get, job_page, owns_job
+from notifications.selectors import attachment_content, attachment_get, attempt_rounds, job_get, job_page, owns_job
 from notifications.services import CANCELLED_MESSAGE, REQUEUED_MESSAGE, job_cancel, job_retry
 
 JOBS_PER_PAGE = 25
@@ -98,12 +98,17 @@ class JobView(HolderView, TemplateView):
 class JobAttachmentView(HolderView, View):
     """One file of one of the holder's jobs, as a download: never shown in the page's own origin."""
 
-    def get(self, request: HttpRequest, job_id: UUID, position: int) -> FileResponse:
+    def get(self, request: HttpRequest, job_id: UUID, position: int) -> StreamingHttpResponse:
         attachment = attachment_get(account=self.account, job_id=job_id, position=position)
         if attachment is None:
             raise Http404("No such attachment")
-        content, served_as = BytesIO(attachment.content), download_type(attachment.content_type)
-        response = FileResponse(content, as_attachment=True, filename=attachment.filename, content_type=served_as)
+        # Slice by slice from the database, as a delivery reads it: the web process never holds the whole file.
+        content = attachment_content(job_id=job_id, position=position, size=attachment.size)
+        response = StreamingHttpResponse(content, content_type=download_type(attachment.content_type))
+        response["Content-Length"] = attachment.size
+        response["Content-Disposition"] = str(
+            content_disposition_header(as_attachment=True, filename=attachment.filename)
+        )
         response["X-Content-Type-Options"] = "nosniff"
         response["Cache-Control"] = "private, no-store"
         return response

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account
 from notifications.models import Attachment, Job
+from notifications.selectors import CONTENT_SLICE_BYTES
 from tests.conftest import Client, ready_to_send
 from tests.dashboard.pages import page_html, page_text
 
@@ -59,10 +61,28 @@ def test_the_holder_downloads_an_attachment_as_it_was_sent(holder: Holder, job_i
 
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == PDF
+    assert response["Content-Length"] == str(len(PDF))
     assert response["Content-Type"] == "application/pdf"
     assert response["Content-Disposition"] == 'attachment; filename="invoice 11.pdf"'
     assert response["X-Content-Type-Options"] == "nosniff"
     assert response["Cache-Control"] == "private, no-store"
+
+
+def test_a_large_file_is_streamed_from_the_database_a_slice_at_a_time(holder: Holder, startup: Client) -> None:
+    browser, _ = holder
+    ready_to_send(startup)
+    large = os.urandom(2 * CONTENT_SLICE_BYTES + 7)
+    job_id = sent_with(startup, file("scan.pdf", large))
+
+    with CaptureQueriesContext(connection) as queries:
+        response = browser.get(f"/dashboard/jobs/{job_id}/attachments/0/")
+        content = b"".join(response.streaming_content)
+
+    assert (content == large, response["Content-Length"]) == (True, str(len(large)))
+    slices = [query["sql"] for query in queries if "substr(" in query["sql"]]
+    assert len(slices) == 3
+    # The attachment's own row is read without its content.
+    assert not [sql for sql in queries if '"content"' in sql["sql"] and "substr(" not in sql["sql"]]
 
 
 @pytest.mark.parametrize(

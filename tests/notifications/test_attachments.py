@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from notifications.attachments import ATTACHMENTS_SCHEMA, CONTENT_SLICE_BYTES, FILENAME_PATTERN, job_attachments
+from notifications.attachments import ATTACHMENTS_SCHEMA, FILENAME_PATTERN, job_attachments
 from notifications.models import Attachment, Job, JobStatus
+from notifications.selectors import CONTENT_SLICE_BYTES
 from tests.api.test_envelope import assert_error
 from tests.conftest import EMAIL, Client
 
