@@ -16,10 +16,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import connection
 from drf_spectacular.utils import extend_schema_field
 
-from core import sql
 from core.api.fields import StrictField, in_either_case, whole_value
 from notifications.models import Attachment, Job
 from notifications.selectors import attachment_content
@@ -227,22 +225,12 @@ def attachment_rows(job: Job, attachments: Sequence[EmailAttachment]) -> tuple[A
     )
 
 
-# What a delivery reads of a job's attachments, in order, without their content.
-JOB_ATTACHMENTS_SQL = f"""
-    SELECT {sql.columns(Attachment, fields=("position", "filename", "content_type", "content_id", "size"))}
-    FROM {sql.table(Attachment)} WHERE {sql.column(Attachment, "job")} = %s
-    ORDER BY {sql.column(Attachment, "position")}
-"""
-
-
 def job_attachments(job: Job) -> tuple[EmailAttachment, ...]:
     """The attachments a delivery sends, in order, each read in slices (attachment_content): the worker's
     connection never buffers more than a slice. None without the payload's say-so."""
     if not job.payload.get("attachments"):
         return ()
-    with connection.cursor() as cursor:
-        cursor.execute(JOB_ATTACHMENTS_SQL, [sql.db_value(Attachment, "job", job.id)])
-        files = cursor.fetchall()
+    files = Attachment.objects.filter(job_id=job.id).order_by("position")
     return tuple(
         EmailAttachment(
             filename=filename,
@@ -250,5 +238,7 @@ def job_attachments(job: Job) -> tuple[EmailAttachment, ...]:
             content_type=content_type,
             content_id=content_id,
         )
-        for position, filename, content_type, content_id, size in files
+        for position, filename, content_type, content_id, size in files.values_list(
+            "position", "filename", "content_type", "content_id", "size"
+        )
     )
