@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -26,9 +27,31 @@ FAILING_SUBJECT = "Webhooks to https://127.0.0.1:{port} are failing"
 
 
 def fail_times(client: Client, receiver: Receiver, count: int) -> None:
-    """``count`` webhooks that each fail at once (410 is final): one failed attempt each, one after the other."""
+    """``count`` webhooks that each fail at once (410 is final): one failed attempt each, one after the other, each
+    counted at the destination before the next is sent. The worker counts an attempt once it has recorded the job's
+    state, which is what wait_for_job sees."""
+    counted = streak_of(client)
     for _ in range(count):
         wait_for_job(send(client, receiver, "/gone"))
+        counted += 1
+        wait_for_streak(client, lambda streak, counted=counted: streak >= counted)
+
+
+def succeed_once(client: Client, receiver: Receiver) -> None:
+    """A webhook to the same host that answers (the destination is the host), once it has ended the streak."""
+    wait_for_job(send(client, receiver, "/hook"))
+    wait_for_streak(client, lambda streak: streak == 0)
+
+
+def wait_for_streak(client: Client, reached: Callable[[int], bool]) -> None:
+    deadline = time.monotonic() + 5.0
+    while not reached(streak_of(client)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def streak_of(client: Client) -> int:
+    health = DestinationHealth.objects.filter(account=client.account, destination="127.0.0.1").first()
+    return 0 if health is None else health.consecutive_failures
 
 
 def health_of(client: Client) -> DestinationHealth:
@@ -89,8 +112,7 @@ def test_a_success_ends_the_streak_and_the_next_streak_is_told_again_but_not_ema
     # by then: the success below waits for it.
     assert len(alerts(gone, 1)) == 1
 
-    # The same host, another path that answers: the destination is the host.
-    wait_for_job(send(startup, gone, "/hook"))
+    succeed_once(startup, gone)
     ended = health_of(startup)
     fail_times(startup, gone, 5)
 
@@ -120,7 +142,7 @@ def test_another_accounts_failures_count_apart(make_client: Any, gone: Receiver)
 
 
 def test_the_endpoints_page_figures_count_the_last_day_per_destination(startup: Client, gone: Receiver) -> None:
-    wait_for_job(send(startup, gone, "/hook"))
+    succeed_once(startup, gone)
     fail_times(startup, gone, 5)
 
     (state,), total = destination_states(account=startup.account, now=timezone.now(), page=1, limit=25)
