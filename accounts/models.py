@@ -197,6 +197,9 @@ class AuditAction(models.TextChoices):
     EVENT_ENDPOINT_DELETED = "event_endpoint.deleted", "Event endpoint deleted"
     SUPPRESSION_ADDED = "suppression.added", "Suppression added"
     SUPPRESSION_REMOVED = "suppression.removed", "Suppression removed"
+    TEMPLATE_CREATED = "template.created", "Template created"
+    TEMPLATE_UPDATED = "template.updated", "Template updated"
+    TEMPLATE_DELETED = "template.deleted", "Template deleted"
     PLAN_CHANGED = "plan.changed", "Plan changed"
     # The monthly limit or the rate limit: the target says which (docs/rules.md, "Audit log").
     LIMIT_CHANGED = "limit.changed", "Limit changed"

@@ -154,6 +154,39 @@ class TrackingCredentialNotSettable(InvalidRequest):
         super().__init__()
 
 
+# Templates (docs/templates.md): what a template's save, render or send refuses.
+
+
+class TemplateSyntaxInvalid(InvalidRequest):
+    """A part of a template being saved is not Liquid that parses; names the part and the line."""
+
+    code = "template_syntax_error"
+
+    def __init__(self, *, part: str, line: int, reason: str) -> None:
+        self.message = f"{part} has a syntax error on line {line}: {reason}"
+        super().__init__()
+
+
+class TemplateDataMissing(InvalidRequest):
+    """A variable the template outputs without a `default` filter is not in `data`."""
+
+    code = "template_data_missing"
+
+    def __init__(self, *, name: str, alias: str) -> None:
+        self.message = f"data is missing {name} for template {alias}"
+        super().__init__()
+
+
+class TemplateNotRendered(InvalidRequest):
+    """Rendering failed otherwise: a resource limit reached, a filter given what it cannot take."""
+
+    code = "template_render_failed"
+
+    def __init__(self, *, alias: str, reason: str) -> None:
+        self.message = f"Template {alias} could not be rendered: {reason}"
+        super().__init__()
+
+
 # --- 403: the account may not do this ---------------------------------------------------------------------
 
 
@@ -312,6 +345,22 @@ class UserNotFound(NotFound):
     message = "User not found"
 
 
+class TemplateNotFound(NotFound):
+    code = "template_not_found"
+
+    def __init__(self, *, template: str) -> None:
+        self.message = f"Template {template} not found"
+        super().__init__()
+
+
+class TemplateVersionNotFound(NotFound):
+    code = "template_version_not_found"
+
+    def __init__(self, *, alias: str, version: int) -> None:
+        self.message = f"Template {alias} has no version {version}"
+        super().__init__()
+
+
 # --- 409: the request clashes with what exists ------------------------------------------------------------
 
 
@@ -375,6 +424,21 @@ class AddressSuppressed(Conflict):
 class AccountNotDeleted(Conflict):
     code = "account_not_deleted"
     message = "This account is not deleted"
+
+
+class TemplateLimit(Conflict):
+    """The account has as many templates as it may (email_templates.models.TEMPLATES_PER_ACCOUNT)."""
+
+    code = "template_limit"
+    message = "An account may have at most 100 templates. Delete one first."
+
+
+class TemplateAliasTaken(Conflict):
+    code = "template_alias_taken"
+
+    def __init__(self, *, alias: str) -> None:
+        self.message = f"A template with alias {alias} exists already"
+        super().__init__()
 
 
 # --- 502: a provider NotifyHub relies on failed -----------------------------------------------------------

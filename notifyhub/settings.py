@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "webhooks_inbound",
     "suppressions",
     "event_endpoints",
+    "email_templates",
     "dashboard",
     "staff",
     "devtools",
@@ -368,6 +369,7 @@ SPECTACULAR_SETTINGS = {
         {"name": "ping", "description": "Check that an API key works."},
         {"name": "notifications", "description": "Send emails and webhooks, then follow, retry or cancel the jobs."},
         {"name": "suppressions", "description": "The addresses NotifyHub sends no email to."},
+        {"name": "templates", "description": "Email templates NotifyHub keeps, versions and renders."},
         {"name": "event-endpoints", "description": "Your URLs NotifyHub posts your jobs' and providers' events to."},
         {
             "name": "user",

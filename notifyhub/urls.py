@@ -30,6 +30,7 @@ urlpatterns = [
     path("api/v1/user/jobs/<str:job_id>/cancel", JobCancelView.as_view(mount=ACCOUNT_HOLDER), name="user-job-cancel"),
     path("api/v1/suppressions", include("suppressions.urls")),
     path("api/v1/event-endpoints", include("event_endpoints.urls")),
+    path("api/v1/templates", include("email_templates.urls")),
     path("api/v1/webhooks/", include("webhooks_inbound.urls")),
     path("api/v1/admin/", include("staff.urls")),
     path("api/v1/schema/", SchemaView.as_view(), name="schema"),

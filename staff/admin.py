@@ -38,6 +38,7 @@ from accounts.services import (
 )
 from core.errors import DomainError, SuppressionNotFound
 from domains.models import DomainRegistration, SenderDomain
+from email_templates.models import Template, TemplateVersion
 from event_endpoints.models import EventEndpoint
 from event_endpoints.services import endpoint_delete
 from notifications.models import DeliveryLog, Job, JobStatus
@@ -532,3 +533,35 @@ class EventEndpointAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[EventEndpoint]) -> None:
         for endpoint in queryset.select_related("account"):
             endpoint_delete(endpoint)
+
+
+class TemplateVersionInline(admin.TabularInline):
+    model = TemplateVersion
+    fields = readonly_fields = ("version", "subject", "variables", "created_at")
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Template)
+class TemplateAdmin(admin.ModelAdmin):
+    """Read-only: templates are the account's, saved through the API (docs/templates.md); staff read them and their
+    versions to help a holder."""
+
+    list_display = ["alias", "name", "account", "created_at", "updated_at"]
+    search_fields = ["alias", "name", "account__user__email"]
+    list_select_related = ["account__user"]
+    readonly_fields = [field.name for field in Template._meta.fields]
+    inlines = [TemplateVersionInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -21,6 +21,7 @@ APPS = (
     "webhooks_inbound",
     "suppressions",
     "event_endpoints",
+    "email_templates",
     "dashboard",
     "staff",
     DEVTOOLS,

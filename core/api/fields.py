@@ -6,6 +6,7 @@ errors their own way; a client of this API gets one plain sentence naming the fi
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -240,6 +241,21 @@ class JsonObjectField(StrictField):
         if not isinstance(data, dict):
             self.fail("invalid")
         return data
+
+
+# What a template's `data` may hold at most, as compact UTF-8 JSON (docs/templates.md, "Limits").
+TEMPLATE_DATA_MAX_BYTES = 64 * 1024
+
+
+@extend_schema_field({"type": "object"})
+class TemplateDataField(JsonObjectField):
+    """The object a template is rendered with: a send's `data`, a preview's."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value = super().to_internal_value(data)
+        if len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()) > TEMPLATE_DATA_MAX_BYTES:
+            self.reject("{name} must be at most 64 KB")
+        return value
 
 
 HEADERS_SCHEMA = {
@@ -541,6 +557,38 @@ class TagField(StrictField):
 
 # At least 1, at most nine digits, as PositiveIntegerParamField takes it.
 POSITIVE_INTEGER_SCHEMA = {"type": "integer", "minimum": 1, "maximum": 999_999_999}
+
+
+@extend_schema_field(POSITIVE_INTEGER_SCHEMA)
+class PositiveIntegerField(StrictField):
+    """A JSON integer, at least 1 (a boolean is not one), at most nine digits."""
+
+    invalid_message = "{name} must be a positive integer"
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int) or not 1 <= data <= 999_999_999:
+            self.fail("invalid")
+        return data
+
+
+# A template's alias (docs/templates.md).
+TEMPLATE_ALIAS = re.compile(r"[a-z0-9_-]{1,64}")
+TEMPLATE_ALIAS_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 64,
+    "pattern": whole_value(TEMPLATE_ALIAS.pattern),
+}
+
+
+@extend_schema_field(TEMPLATE_ALIAS_SCHEMA)
+class TemplateAliasField(StrictField):
+    invalid_message = required_message = "{name} must be 1 to 64 of a-z, 0-9, _ and -"
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or not TEMPLATE_ALIAS.fullmatch(data):
+            self.fail("invalid")
+        return data
 
 
 @extend_schema_field(POSITIVE_INTEGER_SCHEMA)

@@ -33,14 +33,16 @@ PATH_VALUES = {
     "job_id": "00000000-0000-0000-0000-000000000000",
     "endpoint_id": "00000000-0000-0000-0000-000000000000",
     "email": "someone@example.com",
+    "template": "welcome",
 }
 
 
 def expected_scopes(path: str, method: str) -> set[str]:
-    """The design's rule: `send` keys send, batch, cancel and ping; `read` keys GET; everything else needs `full`."""
+    """The design's rule: `send` keys send, batch, cancel and ping; `read` keys GET and render a template (a preview
+    changes nothing); everything else needs `full`."""
     if path == "/api/v1/ping":
         return {"full", "send", "read"}
-    if method == "get":
+    if method == "get" or path.endswith("/templates/{template}/render"):
         return {"full", "read"}
     if re.search(r"/notifications/(email|webhook)(/batch)?$|/cancel$", path):
         return {"full", "send"}

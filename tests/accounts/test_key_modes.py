@@ -17,6 +17,8 @@ from accounts.models import Account, AuditEntry, KeyMode, UsagePeriod
 from accounts.services import api_key_create
 from accounts.throttle import reset_rate_limits
 from domains.models import SenderDomain
+from email_templates.models import Template
+from email_templates.services import template_create
 from event_endpoints.models import EventEndpoint
 from event_endpoints.services import endpoint_create
 from notifications.models import Job
@@ -30,21 +32,26 @@ from tests.factories import JobFactory
 
 TEST_KEY_REFUSED = "Test keys cannot read or change live data; use a live key"
 SUPPRESSED = "gone@example.com"
-# What test mode is for (docs/rules.md, "Test mode"): the sends and batches, the caller's own jobs, ping.
+# What test mode is for (docs/rules.md, "Test mode"): the sends and batches, the caller's own jobs, ping; and reading
+# and rendering the templates a test send renders (TEST_MODE_TEMPLATE_OPERATION).
 TEST_MODE_PATH = re.compile(r"/ping$|/notifications/(email|webhook)(/batch)?$|/jobs(/\{job_id\}(/retry|/cancel)?)?$")
+TEST_MODE_TEMPLATE_OPERATION = re.compile(r"get /api/v1/templates.*|post /api/v1/templates/\{template\}/render")
 # The account's live rows, each model by the column naming the account.
 LIVE_ROWS: list[tuple[type[Model], dict[str, Any]]] = [
     (Job, {"test": False}),
     (Suppression, {}),
     (EventEndpoint, {}),
+    (Template, {}),
     (SenderDomain, {}),
     (AuditEntry, {}),
     (UsagePeriod, {}),
 ]
 
 
-def expected_modes(path: str) -> set[str]:
-    return {"live", "test"} if TEST_MODE_PATH.search(path) else {"live"}
+def expected_modes(path: str, method: str = "get") -> set[str]:
+    if TEST_MODE_PATH.search(path) or TEST_MODE_TEMPLATE_OPERATION.fullmatch(f"{method} {path}"):
+        return {"live", "test"}
+    return {"live"}
 
 
 def key_operations() -> list[tuple[str, str, dict[str, Any]]]:
@@ -81,7 +88,8 @@ def live(startup: Client) -> dict[str, str]:
     job = JobFactory(account=startup.account)  # pending: a live key could cancel it
     suppression_add(account=startup.account, email=SUPPRESSED)
     endpoint = endpoint_create(account=startup.account, url="https://hooks.example.com/events", events=["job.failed"])
-    return {"job_id": str(job.id), "endpoint_id": str(endpoint.id), "email": SUPPRESSED}
+    template_create(account=startup.account, alias="welcome", name="Welcome", subject="Hi", html="<p>Hi</p>")
+    return {"job_id": str(job.id), "endpoint_id": str(endpoint.id), "email": SUPPRESSED, "template": "welcome"}
 
 
 @pytest.fixture
@@ -98,7 +106,7 @@ def test_every_operation_a_key_may_call_names_its_modes_as_the_rules_say(db: Non
 
     assert len(operations) >= 25
     for path, method, operation in operations:
-        assert set(operation["x-api-key-modes"]) == expected_modes(path), (method, path)
+        assert set(operation["x-api-key-modes"]) == expected_modes(path, method), (method, path)
         if "test" in operation["x-api-key-modes"]:
             assert "Test keys may call it too." in operation["description"], (method, path)
         else:
@@ -138,6 +146,8 @@ def test_a_test_key_calls_only_what_test_mode_is_for_and_touches_no_live_row(
         ("delete", f"/api/v1/suppressions/{SUPPRESSED}", None),
         ("delete", "/api/v1/user/domain", None),
         ("post", "/api/v1/event-endpoints", {"url": "https://hooks.example.com/more", "events": ["job.failed"]}),
+        ("post", "/api/v1/templates", {"alias": "more", "name": "More", "subject": "Hi", "html": "<p>Hi</p>"}),
+        ("delete", "/api/v1/templates/welcome", None),
         ("get", "/api/v1/user/usage", None),
         ("get", "/api/v1/user/dashboard", None),
         ("get", "/api/v1/user/audit", None),

@@ -38,6 +38,7 @@ from accounts.services import (
 from core.api.exceptions import error_status
 from core.errors import CodedError
 from domains.models import DomainStatus, SenderDomain
+from email_templates.services import template_create
 from event_endpoints.services import endpoint_create
 from notifications.models import JobType
 from notifications.services import platform_email_send, webhook_test_send
@@ -433,6 +434,54 @@ def a_sixth_event_endpoint(request: pytest.FixtureRequest) -> Any:
 @answers("event_endpoint_not_found", 404, "Event endpoint not found")
 def deletion_of_an_unknown_event_endpoint(request: pytest.FixtureRequest) -> Any:
     return client(request).delete(f"/api/v1/event-endpoints/{uuid.uuid4()}")
+
+
+def template_saved(request: pytest.FixtureRequest, **parts: str) -> Client:
+    free = client(request)
+    body = {"alias": "welcome", "name": "Welcome", "subject": "Hi", "html": "<p>Hi</p>", **parts}
+    free.post("/api/v1/templates", body)
+    return free
+
+
+@answers("template_syntax_error", 400, "html has a syntax error on line 2: expected tag endif, found end of expression")
+def a_template_that_does_not_parse(request: pytest.FixtureRequest) -> Any:
+    body = {"alias": "welcome", "name": "Welcome", "subject": "Hi", "html": "<p>\n{% if x %}"}
+    return client(request).post("/api/v1/templates", body)
+
+
+@answers("template_data_missing", 400, "data is missing name for template welcome")
+def a_render_without_its_data(request: pytest.FixtureRequest) -> Any:
+    return template_saved(request, html="<p>{{ name }}</p>").post("/api/v1/templates/welcome/render", {"data": {}})
+
+
+@answers("template_render_failed", 400, "Template welcome could not be rendered: html: loop iteration limit reached")
+def a_render_past_the_loop_limit(request: pytest.FixtureRequest) -> Any:
+    html = "{% for a in (1..1000) %}{% for b in (1..1000) %}{% endfor %}{% endfor %}"
+    return template_saved(request, html=html).post("/api/v1/templates/welcome/render", {"data": {}})
+
+
+@answers("template_not_found", 404, "Template welcome not found")
+def an_unknown_template(request: pytest.FixtureRequest) -> Any:
+    return client(request).get("/api/v1/templates/welcome")
+
+
+@answers("template_version_not_found", 404, "Template welcome has no version 2")
+def a_template_version_past_its_versions(request: pytest.FixtureRequest) -> Any:
+    return template_saved(request).get("/api/v1/templates/welcome", version="2")
+
+
+@answers("template_alias_taken", 409, "A template with alias welcome exists already")
+def a_template_alias_again(request: pytest.FixtureRequest) -> Any:
+    body = {"alias": "welcome", "name": "Welcome", "subject": "Hi", "html": "<p>Hi</p>"}
+    return template_saved(request).post("/api/v1/templates", body)
+
+
+@answers("template_limit", 409, "An account may have at most 100 templates. Delete one first.")
+def a_101st_template(request: pytest.FixtureRequest) -> Any:
+    free = client(request)
+    for number in range(100):
+        template_create(account=free.account, alias=f"t{number}", name="T", subject="Hi", html="<p>Hi</p>")
+    return free.post("/api/v1/templates", {"alias": "more", "name": "More", "subject": "Hi", "html": "<p>Hi</p>"})
 
 
 @answers("job_not_retryable", 404, "Job not found or cannot be retried (must be in failed status)")

@@ -67,6 +67,13 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/event-endpoints", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
     ("/api/v1/event-endpoints/{endpoint_id}", "delete"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/event-endpoints/{endpoint_id}/deliveries", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
+    ("/api/v1/templates", "get"): (KEY_ONLY, EVERY_CALLER),
+    ("/api/v1/templates", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {409}),
+    ("/api/v1/templates/{template}", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
+    ("/api/v1/templates/{template}", "put"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {404}),
+    ("/api/v1/templates/{template}", "delete"): (KEY_ONLY, EVERY_CALLER | {404}),
+    ("/api/v1/templates/{template}/versions", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
+    ("/api/v1/templates/{template}/render", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {404}),
     ("/api/v1/user/usage", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/audit", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/dashboard", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
@@ -102,6 +109,17 @@ REQUEST_BODIES = {
     ("/api/v1/user/domain/request", "post"): ("DomainRequest", {"domain"}, {"domain"}),
     ("/api/v1/suppressions", "post"): ("SuppressionRequest", {"email"}, {"email"}),
     ("/api/v1/event-endpoints", "post"): ("EventEndpointRequest", {"url", "events"}, {"url", "events"}),
+    ("/api/v1/templates", "post"): (
+        "TemplateCreateRequest",
+        {"alias", "name", "subject", "html", "text"},
+        {"alias", "name", "subject", "html"},
+    ),
+    ("/api/v1/templates/{template}", "put"): (
+        "TemplateUpdateRequest",
+        {"name", "subject", "html", "text"},
+        {"subject", "html"},
+    ),
+    ("/api/v1/templates/{template}/render", "post"): ("TemplateRenderRequest", {"data"}, {"data"}),
 }
 PROVIDERS = ["SENDGRID", "RESEND", "POSTMARK"]
 JOB_TYPES = ["email", "webhook"]

@@ -1,0 +1,228 @@
+"""The rendering engine: Liquid through python-liquid, set for templates written by customers, and the `<style>`
+rules inlined with css-inline (docs/templates.md, "The language" and "Limits").
+
+Nothing of Python is reachable from a template: it sees only `data`, a JSON object (dicts, lists, strings, numbers,
+booleans, null), and python-liquid resolves names by item lookup, never by attribute. There is no loader and no
+file system: `include` and `render` are removed, so a template is one text and nothing else.
+(https://jg-rp.github.io/liquid/environment/#resource-limits)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import css_inline
+from liquid import BoundTemplate, Environment, RenderContext, StrictUndefined, Undefined
+from liquid.exceptions import LiquidError, LoopIterationLimitError, UndefinedError
+from liquid.token import Token
+
+from core.errors import TemplateDataMissing, TemplateNotRendered, TemplateSyntaxInvalid
+
+# A rendered part is at most as long as a send's body may be (docs/rules.md, "Order of checks on a send").
+PART_MAX_CHARS = 256 * 1024
+SUBJECT_MAX_CHARS = 998
+# The HTML once its `<style>` rules are copied into every element they match, which can multiply it.
+INLINED_HTML_MAX_CHARS = 1024 * 1024
+# Loop iterations in one render of one part, all loops together (a nest of loops counts each inner iteration).
+LOOP_ITERATIONS_MAX = 10_000
+# What `assign` and `capture` may hold at once, by sys.getsizeof (python-liquid's measure), per render.
+LOCAL_NAMESPACE_MAX_BYTES = 256 * 1024
+# Scopes a render may open inside one another (each loop opens one): python-liquid's default.
+CONTEXT_DEPTH_MAX = 30
+# Blocks nested inside one another in a part's source, refused when saved: python-liquid's default.
+BLOCK_NESTING_MAX = 30
+
+
+class MissingVariable(StrictUndefined):
+    """A name `data` does not hold: output, iterated or indexed it is an error naming it; in a condition it is
+    false; the `default` filter gives its default for it (docs/templates.md, "Missing data")."""
+
+    __slots__ = ()
+
+    # The `default` filter returns its default without looking further.
+    force_liquid_default = True
+    # What conditions and comparisons read, and isinstance's look at the class (python-liquid's own falsy undefined
+    # allows the same): everything else is the error.
+    allowed_properties = StrictUndefined.allowed_properties | {"__liquid__", "__class__", "__bool__", "__eq__"}
+
+    def __init__(self, name: str, *, token: Token | None, obj: object = None, hint: str | None = None) -> None:
+        super().__init__(name, token=token, hint=hint)
+        # The error's message is the path that is missing: `user.name`, not only `user`.
+        self.msg = _missing_path(name, hint)
+
+    def __liquid__(self) -> object:
+        # Conditions read a value through `__liquid__`: None is false, and compares false to anything but nil.
+        return None
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return other is None or isinstance(other, Undefined)
+
+    # Still an error as a key (`__eq__` alone would make it unhashable, a TypeError).
+    __hash__ = StrictUndefined.__hash__
+
+
+def _missing_path(name: str, hint: str | None) -> str:
+    undefined = " is undefined"
+    if hint and hint.endswith(undefined):
+        return hint.removesuffix(undefined).strip("'")
+    return name
+
+
+class BudgetedRenderContext(RenderContext):
+    """python-liquid's limit counts the iterations of one nest of loops; this one counts every loop of the render
+    too, so many loops one after another cannot add up to more than LOOP_ITERATIONS_MAX."""
+
+    iterations = 0
+
+    def raise_for_loop_limit(self, length: int = 1) -> None:
+        super().raise_for_loop_limit(length)
+        self.iterations += length
+        if self.iterations > LOOP_ITERATIONS_MAX:
+            raise LoopIterationLimitError("loop iteration limit reached", token=None)
+
+
+class CustomerTemplate(BoundTemplate):
+    context_class = BudgetedRenderContext
+
+
+class CustomerEnvironment(Environment):
+    """python-liquid with its resource limits on and no way out of the one text it renders."""
+
+    block_nesting_limit = BLOCK_NESTING_MAX
+    context_depth_limit = CONTEXT_DEPTH_MAX
+    loop_iteration_limit = LOOP_ITERATIONS_MAX
+    local_namespace_limit = LOCAL_NAMESPACE_MAX_BYTES
+    output_stream_limit = PART_MAX_CHARS
+    template_class = CustomerTemplate
+
+    def setup_tags_and_filters(self, *, extra: bool = False) -> None:
+        super().setup_tags_and_filters(extra=extra)
+        # Each would read another template through a loader: a template is one text.
+        for tag in ("include", "render"):
+            del self.tags[tag]
+
+
+# `html` escapes what it outputs; `subject` and `text` are plain text, output as given.
+HTML_ENVIRONMENT = CustomerEnvironment(autoescape=True, undefined=MissingVariable)
+TEXT_ENVIRONMENT = CustomerEnvironment(autoescape=False, undefined=MissingVariable)
+# No stylesheet is ever fetched or read (https://github.com/Stranger6667/css-inline#configuration): a template
+# cannot make NotifyHub reach a URL or a file. At-rules (`@media`) cannot be inlined and stay in a `<style>`.
+STYLE_INLINER = css_inline.CSSInliner(load_remote_stylesheets=False, keep_at_rules=True)
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A template's sources, as a version keeps them."""
+
+    subject: str
+    html: str
+    text: str | None
+
+
+@dataclass(frozen=True)
+class Rendered:
+    subject: str
+    html: str
+    # None when the template has no `text`: the send makes it from `html` (docs/rules.md, "Rich email").
+    text: str | None
+
+
+@dataclass(frozen=True)
+class Compiled:
+    subject: BoundTemplate
+    html: BoundTemplate
+    text: BoundTemplate | None
+
+
+def compiled(parts: Parts) -> Compiled:
+    """The parts parsed; a part that does not parse is TemplateSyntaxInvalid naming it and its line."""
+    return _compiled_cached(parts.subject, parts.html, parts.text)
+
+
+# A version never changes, so its parse is kept for the next send of it (a few, each at most three parts of
+# PART_MAX_CHARS).
+@functools.lru_cache(maxsize=32)
+def _compiled_cached(subject: str, html: str, text: str | None) -> Compiled:
+    return Compiled(
+        subject=_parsed("subject", subject, TEXT_ENVIRONMENT),
+        html=_parsed("html", html, HTML_ENVIRONMENT),
+        text=None if text is None else _parsed("text", text, TEXT_ENVIRONMENT),
+    )
+
+
+def _parsed(part: str, source: str, environment: Environment) -> BoundTemplate:
+    try:
+        return environment.from_string(source)
+    except LiquidError as error:
+        raise TemplateSyntaxInvalid(part=part, line=_line_of(error, source), reason=str(error.message)) from None
+
+
+def _line_of(error: LiquidError, source: str) -> int:
+    """The line (from 1) of the source where python-liquid found the error; its last line when the error is that
+    the source ended too soon (a block left open)."""
+    token = error.token
+    if token is None or token.start_index < 0 or token.source != source:
+        return source.count("\n") + 1
+    return source.count("\n", 0, token.start_index) + 1
+
+
+def variables_read(template: Compiled) -> list[str]:
+    """The names of `data` the parts read, in the order they first appear (python-liquid's static analysis: the
+    template's global variables, without what it assigns itself)."""
+    names: dict[str, None] = {}
+    for part in (template.subject, template.html, template.text):
+        if part is not None:
+            names.update(dict.fromkeys(part.global_variables(include_partials=False)))
+    return list(names)
+
+
+def render(template: Compiled, data: Mapping[str, Any], *, alias: str) -> Rendered:
+    """The parts rendered with ``data`` and the HTML's styles inlined; raises TemplateDataMissing or
+    TemplateNotRendered."""
+    subject = _rendered("subject", template.subject, data, alias=alias)
+    html = _rendered("html", template.html, data, alias=alias)
+    text = None if template.text is None else _rendered("text", template.text, data, alias=alias)
+    _check_subject(subject, alias=alias)
+    if not html.strip():
+        raise TemplateNotRendered(alias=alias, reason="html is empty")
+    return Rendered(subject=subject, html=_styles_inlined(html, alias=alias), text=text)
+
+
+def _rendered(part: str, template: BoundTemplate, data: Mapping[str, Any], *, alias: str) -> str:
+    try:
+        return template.render(**data)
+    except UndefinedError as error:
+        raise TemplateDataMissing(name=str(error.message), alias=alias) from None
+    except LiquidError as error:
+        raise TemplateNotRendered(alias=alias, reason=f"{part}: {error.message}") from None
+    # The template is the customer's code: whatever else its filters raise (a number too long to print, a
+    # recursion too deep) is its failure to render, never the service's.
+    except (ArithmeticError, LookupError, RecursionError, TypeError, ValueError) as error:
+        raise TemplateNotRendered(alias=alias, reason=f"{part}: {error}") from None
+
+
+def _check_subject(subject: str, *, alias: str) -> None:
+    for broken, reason in (
+        (not subject.strip(), "subject is empty"),
+        ("\n" in subject or "\r" in subject, "subject must be a single line"),
+        (len(subject) > SUBJECT_MAX_CHARS, f"subject must be at most {SUBJECT_MAX_CHARS} characters"),
+    ):
+        if broken:
+            raise TemplateNotRendered(alias=alias, reason=reason)
+
+
+def _styles_inlined(html: str, *, alias: str) -> str:
+    """``html`` with its `<style>` rules copied into the elements they match; as it is without a `<style>`."""
+    if "<style" not in html.lower():
+        return html
+    inlined = STYLE_INLINER.inline(html)
+    if len(inlined) > INLINED_HTML_MAX_CHARS:
+        reason = f"html is longer than {INLINED_HTML_MAX_CHARS} characters once its styles are inlined"
+        raise TemplateNotRendered(alias=alias, reason=reason)
+    return inlined
