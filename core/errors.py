@@ -187,6 +187,26 @@ class TemplateNotRendered(InvalidRequest):
         super().__init__()
 
 
+class SendTemplateNotFound(InvalidRequest):
+    """A send names a template the account does not have (any more): the body's mistake, so a 400."""
+
+    code = "send_template_not_found"
+
+    def __init__(self, *, template: str) -> None:
+        self.message = f"Template {template} not found"
+        super().__init__()
+
+
+class SendTemplateVersionNotFound(InvalidRequest):
+    """A send pins a version its template does not have."""
+
+    code = "send_template_version_not_found"
+
+    def __init__(self, *, alias: str, version: int) -> None:
+        self.message = f"Template {alias} has no version {version}"
+        super().__init__()
+
+
 # --- 403: the account may not do this ---------------------------------------------------------------------
 
 

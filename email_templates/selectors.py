@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Max, Q, QuerySet
 
 from accounts.models import Account
-from core.errors import TemplateNotFound, TemplateVersionNotFound
+from core.errors import SendTemplateNotFound, SendTemplateVersionNotFound, TemplateNotFound, TemplateVersionNotFound
 from core.paging import page_rows
 from email_templates import engine
 from email_templates.models import Template, TemplateVersion
@@ -45,6 +46,32 @@ def template_version_list(*, template: Template, page: int, limit: int) -> tuple
     """One page of the template's versions, newest first, without their parts, and their total."""
     versions = template.versions.defer("subject", "html", "text").order_by("-version")
     return page_rows(versions, page=page, limit=limit)
+
+
+@dataclass(frozen=True)
+class RenderedForSend:
+    """What a send with a template puts in its job (docs/templates.md, "Sending with a template")."""
+
+    version: int
+    rendered: engine.Rendered
+
+
+def template_rendered_for_send(
+    *, account: Account, template: str, version: int | None, data: Mapping[str, Any]
+) -> RenderedForSend:
+    """The account's template ``template`` (id or alias) at ``version`` (or its newest) rendered with ``data``, in one
+    query; raises the send's 400s: SendTemplateNotFound, SendTemplateVersionNotFound, TemplateDataMissing,
+    TemplateNotRendered."""
+    versions = TemplateVersion.objects.filter(template__in=_templates_named(account, template)).select_related(
+        "template"
+    )
+    found = versions.order_by("-version").first() if version is None else versions.filter(version=version).first()
+    if found is None:
+        named = None if version is None else _templates_named(account, template).first()
+        if named is not None and version is not None:
+            raise SendTemplateVersionNotFound(alias=named.alias, version=version)
+        raise SendTemplateNotFound(template=template)
+    return RenderedForSend(version=found.version, rendered=_rendered(found, data))
 
 
 def template_preview(*, version: TemplateVersion, data: Mapping[str, Any]) -> engine.Rendered:

@@ -11,6 +11,7 @@ from drf_spectacular.utils import (
     extend_schema_serializer,
 )
 from rest_framework import serializers
+from rest_framework.fields import SkipField
 
 from core.api.fields import (
     EmailAddressField,
@@ -20,8 +21,10 @@ from core.api.fields import (
     JsonObjectField,
     MailboxField,
     OneOfField,
+    PositiveIntegerField,
     ReplyToField,
     TagsField,
+    TemplateDataField,
     TextField,
     ZonedDateTimeField,
     email_headers_field,
@@ -122,13 +125,59 @@ def recipient_list_field() -> EmailListField:
     return EmailListField(max_items=MAX_RECIPIENTS - 1, too_many=TOO_MANY_RECIPIENTS, required=False)
 
 
+# A send with a template (docs/templates.md, "Sending with a template"): `template` in place of `subject` and `body`.
+TEMPLATE_COMBINED = "template cannot be combined with subject or body"
+# An id (a UUID's 36 characters) or an alias (at most 64).
+TEMPLATE_NAME_MAX_LENGTH = 64
+TEMPLATE_TEXT = (
+    "`template` (a template's id or alias) and `data` (an object of at most 64 KB) take the place of `subject` and "
+    "`body`: the template's current version, or `templateVersion`, is rendered when the send is accepted, so any "
+    "error in it is a 400 and every attempt and failover sends the same message even if the template changes. "
+    "Get job status shows the rendered `subject`, `body` and `text` beside `template`, `templateVersion` and `data`."
+)
+# Who may come with what: a message is `subject` and `body`, or a `template`, never both; `data` and
+# `templateVersion` only with a `template`.
+MESSAGE_RULES = {
+    "oneOf": [
+        {"required": ["subject", "body"], "not": {"anyOf": [{"required": ["template"]}]}},
+        {"required": ["template"], "not": {"anyOf": [{"required": ["subject"]}, {"required": ["body"]}]}},
+    ],
+    "dependentRequired": {"data": ["template"], "templateVersion": ["template"]},
+}
+
+
+class MessagePartField(TextField):
+    """`subject` and `body`: required, unless the body names a `template`, which they may not then come with. Not
+    required in the document's eyes, which says the pairing in MESSAGE_RULES."""
+
+    # What get_value gives in place of a value: the part beside a template, the part left to a template, no part.
+    COMBINED, LEFT_TO_TEMPLATE, MISSING = object(), object(), object()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, **kwargs)
+
+    def get_value(self, dictionary: Any) -> Any:
+        if "template" in dictionary:
+            return self.COMBINED if self.field_name in dictionary else self.LEFT_TO_TEMPLATE
+        return super().get_value(dictionary) if self.field_name in dictionary else self.MISSING
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data is self.COMBINED:
+            raise serializers.ValidationError(TEMPLATE_COMBINED, code="invalid")
+        if data is self.LEFT_TO_TEMPLATE:
+            raise SkipField()
+        if data is self.MISSING:
+            self.fail("required")
+        return super().validate_empty_values(data)
+
+
 @extend_schema_serializer(component_name="EmailRequest")
 class EmailRequestSerializer(BodySerializer):
-    body_rules = ROUTING_PAIR_RULES
+    body_rules = {**ROUTING_PAIR_RULES, **MESSAGE_RULES}
 
     to = EmailAddressField()
-    subject = TextField(max_length=SUBJECT_MAX_LENGTH, single_line=True)
-    body = TextField(max_length=EMAIL_BODY_MAX_LENGTH)
+    subject = MessagePartField(max_length=SUBJECT_MAX_LENGTH, single_line=True)
+    body = MessagePartField(max_length=EMAIL_BODY_MAX_LENGTH)
     priority = priority_field()
     idempotencyKey = idempotency_key_field()
     provider = provider_field()
@@ -142,6 +191,9 @@ class EmailRequestSerializer(BodySerializer):
     tags = TagsField(required=False)
     metadata = metadata_field(reserved=(JOB_ID_METADATA_KEY,))
     attachments = AttachmentsField()
+    template = TextField(max_length=TEMPLATE_NAME_MAX_LENGTH, single_line=True, required=False)
+    templateVersion = PositiveIntegerField(required=False)
+    data = TemplateDataField(required=False)  # type: ignore[assignment]  # the body's field, not Serializer.data
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # Declared here because "from" is a Python keyword; placed after "body" so
@@ -152,6 +204,9 @@ class EmailRequestSerializer(BodySerializer):
         return dict(fields)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        for needs_template in ("templateVersion", "data"):
+            if needs_template in attrs and "template" not in attrs:
+                raise serializers.ValidationError(f"`{needs_template}` requires `template` to be set")
         if "cc" in attrs or "bcc" in attrs:
             _check_recipients(attrs["to"], attrs.get("cc", []), attrs.get("bcc", []))
         provider, fallback = attrs.get("provider"), attrs.get("fallback")

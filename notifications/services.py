@@ -21,6 +21,7 @@ from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import EmailNotSent, JobNotCancellable, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
 from core.public_url import public_url
+from email_templates.selectors import template_rendered_for_send
 from notifications.attachments import attachment_rows, payload_entries
 from notifications.delivery.http import is_refused_target, split_credentials
 from notifications.delivery.outcome import AttemptOutcome
@@ -96,8 +97,8 @@ def email_job_new(
     *,
     account: Account,
     to: str,
-    subject: str,
-    body: str,
+    subject: str | None = None,
+    body: str | None = None,
     sender: str | None = None,
     priority: int | None = None,
     provider: str | None = None,
@@ -113,11 +114,23 @@ def email_job_new(
     tags: list[str] | None = None,
     metadata: dict[str, str] | None = None,
     attachments: Sequence[EmailAttachment] = (),
+    template: str | None = None,
+    template_version: int | None = None,
+    data: dict[str, Any] | None = None,
 ) -> Job:
     """An email job that the account's plan and setup allow, not stored yet; raises the DomainError of the rule
     it breaks (notifications/routing.py). ``test``: sent with a test key (docs/rules.md, "Test mode"). The rich
-    email's fields are stored as sent, each under the API's name and only when sent (docs/rules.md, "Rich email")."""
+    email's fields are stored as sent, each under the API's name and only when sent (docs/rules.md, "Rich email").
+    With a ``template`` (in place of ``subject`` and ``body``), the message is the template rendered now, at
+    ``template_version`` or its newest, with ``data``: the job keeps the rendered parts, which every attempt sends,
+    beside what named them (docs/templates.md, "Sending with a template")."""
     email_routing_check(account=account, sender=sender, priority=priority, provider=provider, fallback=fallback)
+    rendered_from: dict[str, Any] = {}
+    if template is not None:
+        made = template_rendered_for_send(account=account, template=template, version=template_version, data=data or {})
+        subject, body = made.rendered.subject, made.rendered.html
+        text = text if text is not None else made.rendered.text
+        rendered_from = {"template": template, "templateVersion": made.version, "data": data or {}}
     payload: dict[str, Any] = {"to": to, "subject": subject, "body": body}
     if sender is not None:
         payload["from"] = sender
@@ -133,6 +146,7 @@ def email_job_new(
     payload.update((name, value) for name, value in rich.items() if value is not None)
     if attachments:
         payload["attachments"] = payload_entries(attachments)
+    payload.update(rendered_from)
     job = _new_job(
         account=account,
         type=JobType.EMAIL,

@@ -561,11 +561,14 @@ POSITIVE_INTEGER_SCHEMA = {"type": "integer", "minimum": 1, "maximum": 999_999_9
 
 @extend_schema_field(POSITIVE_INTEGER_SCHEMA)
 class PositiveIntegerField(StrictField):
-    """A JSON integer, at least 1 (a boolean is not one), at most nine digits."""
+    """A JSON integer, at least 1, at most nine digits. JSON has one number type, and JSON Schema's integer is a
+    number without a fraction, so `3.0` is 3 (a boolean or a string is never one)."""
 
     invalid_message = "{name} must be a positive integer"
 
     def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
         if isinstance(data, bool) or not isinstance(data, int) or not 1 <= data <= 999_999_999:
             self.fail("invalid")
         return data

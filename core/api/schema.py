@@ -213,6 +213,7 @@ class TextFieldSchema(OpenApiSerializerFieldExtension):
     """``TextField``: a string of 1 to ``max_length`` characters, with what it refuses as a pattern."""
 
     target_class = "core.api.fields.TextField"
+    match_subclasses = True
 
     def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> dict[str, Any]:
         return text_schema(max_length=self.target.max_length, single_line=self.target.single_line)

@@ -50,6 +50,7 @@ from notifications.send_requests import (
     RICH_EMAIL_TEXT,
     SECRET_NAME_PARTS_TEXT,
     SEND_AT_TEXT,
+    TEMPLATE_TEXT,
     EmailRequestSerializer,
     WebhookRequestSerializer,
 )
@@ -164,7 +165,8 @@ class SendEmailView(SendView):
             "a verified sending domain; `from` must be on that domain. `provider` forces the email through "
             "that provider only, `fallback` (which requires `provider`) is tried if it fails.\n\n"
             f"{SEND_AT_TEXT}\n\n"
-            f"{RICH_EMAIL_TEXT}"
+            f"{RICH_EMAIL_TEXT}\n\n"
+            f"{TEMPLATE_TEXT}"
         ),
         request=EmailRequestSerializer,
         responses={202: JobAcceptedSerializer, **EMAIL_SEND_ERRORS},
@@ -178,8 +180,8 @@ class SendEmailView(SendView):
         return email_job_new(
             account=account,
             to=data["to"],
-            subject=data["subject"],
-            body=data["body"],
+            subject=data.get("subject"),
+            body=data.get("body"),
             sender=data.get("from"),
             priority=data.get("priority"),
             provider=data.get("provider"),
@@ -195,6 +197,9 @@ class SendEmailView(SendView):
             headers=data.get("headers"),
             tags=data.get("tags"),
             metadata=data.get("metadata"),
+            template=data.get("template"),
+            template_version=data.get("templateVersion"),
+            data=data.get("data"),
         )
 
 

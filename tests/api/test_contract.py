@@ -84,10 +84,22 @@ SEND_AT_TOO_FAR = re.escape("sendAt must be within 30 days")
 # And the rules across an email's recipient fields, which a JSON Schema cannot state: at most 50 in `to`, `cc` and
 # `bcc` together, none twice in another case or another field (docs/rules.md, "Rich email").
 RECIPIENT_RULES = rf"{re.escape(TOO_MANY_RECIPIENTS)}|(cc|bcc)\[[0-9]+\] repeats the recipient .+"
+# And the account's templates, and what Liquid a part holds: a send's template may not exist, or not render with its
+# data, and a part may not parse (docs/templates.md).
+TEMPLATE_RENDER_RULES = (
+    r"Template .+ not found|Template .+ has no version [0-9]+|data is missing .+ for template .+"
+    r"|Template .+ could not be rendered: .+"
+)
+TEMPLATE_SYNTAX_RULE = re.compile(r"(subject|html|text) has a syntax error on line [0-9]+: .+", re.DOTALL)
 ACCOUNT_RULES = {
     "notifications_email_create": re.compile(
         rf"Cannot send from .+\. Use your verified domain example\.com instead\.|{SEND_AT_TOO_FAR}|{RECIPIENT_RULES}"
+        rf"|{TEMPLATE_RENDER_RULES}",
+        re.DOTALL,
     ),
+    "templates_create": TEMPLATE_SYNTAX_RULE,
+    "templates_update": TEMPLATE_SYNTAX_RULE,
+    "templates_render_create": re.compile(TEMPLATE_RENDER_RULES, re.DOTALL),
     "notifications_webhook_create": re.compile(rf"{re.escape(LOCAL_URL_MESSAGE)}|{SEND_AT_TOO_FAR}"),
     "event_endpoints_create": re.compile(re.escape(LOCAL_URL_MESSAGE)),
 }

@@ -460,6 +460,17 @@ def a_render_past_the_loop_limit(request: pytest.FixtureRequest) -> Any:
     return template_saved(request, html=html).post("/api/v1/templates/welcome/render", {"data": {}})
 
 
+@answers("send_template_not_found", 400, "Template welcome not found")
+def an_email_with_an_unknown_template(request: pytest.FixtureRequest) -> Any:
+    return client(request).post("/api/v1/notifications/email", {"to": "ada@example.com", "template": "welcome"})
+
+
+@answers("send_template_version_not_found", 400, "Template welcome has no version 2")
+def an_email_with_a_template_version_past_its_versions(request: pytest.FixtureRequest) -> Any:
+    body = {"to": "ada@example.com", "template": "welcome", "templateVersion": 2}
+    return template_saved(request).post("/api/v1/notifications/email", body)
+
+
 @answers("template_not_found", 404, "Template welcome not found")
 def an_unknown_template(request: pytest.FixtureRequest) -> Any:
     return client(request).get("/api/v1/templates/welcome")

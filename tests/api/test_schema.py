@@ -96,8 +96,9 @@ REQUEST_BODIES = {
     ("/api/v1/notifications/email", "post"): (
         "EmailRequest",
         {"to", "subject", "body", "from", "priority", "idempotencyKey", "provider", "fallback", "sendAt"}
-        | {"cc", "bcc", "replyTo", "text", "headers", "tags", "metadata", "attachments"},
-        {"to", "subject", "body"},
+        | {"cc", "bcc", "replyTo", "text", "headers", "tags", "metadata", "attachments"}
+        | {"template", "templateVersion", "data"},
+        {"to"},
     ),
     ("/api/v1/notifications/webhook", "post"): (
         "WebhookRequest",

@@ -1,0 +1,262 @@
+"""Sending with a template (docs/templates.md, "Sending with a template"): rendered when accepted, the job keeps the
+rendered parts and what named them, and every attempt and failover sends those bytes, whatever the template
+becomes; each refusal is a 400 in the send's order of checks, within the request's time."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from accounts.models import KeyMode
+from accounts.services import api_key_create
+from email_templates.selectors import template_get
+from email_templates.services import template_create, template_update
+from notifications.delivery.email import deliver_email
+from notifications.models import Job
+from tests.clients import APIClient
+from tests.conftest import Client, ready_to_send
+from tests.fakes.providers import FakePostmark, FakeResend, FakeSendGrid
+
+pytestmark = pytest.mark.django_db
+
+RESET = {
+    "subject": "Reset your password, {{ user.name }}",
+    "html": "<style>a { color: red } @media (max-width: 600px) { a { color: blue } }</style>"
+    '<p>Hi {{ user.name }}</p><a href="{{ link }}">Reset</a>',
+    "text": "Hi {{ user.name }}, reset at {{ link }}",
+}
+DATA = {"user": {"name": "Ada & Bob"}, "link": "https://example.com/r/1"}
+
+
+def saved(client: Client, alias: str = "reset", **parts: Any) -> str:
+    version = template_create(account=client.account, alias=alias, name="Reset", **{**RESET, **parts})
+    return str(version.template_id)
+
+
+def send(client: Client, **fields: Any) -> Any:
+    return client.post("/api/v1/notifications/email", {"to": "user@example.com", **fields})
+
+
+def accepted_job(response: Any) -> Job:
+    assert response.status_code == 202, response.json()
+    return Job.objects.get(id=response.json()["data"]["jobId"])
+
+
+def refused(response: Any, message: str, code: str = "validation_failed") -> None:
+    assert response.status_code == 400, response.json()
+    assert (response.json()["error"], response.json()["code"]) == (message, code)
+    assert not Job.objects.exists()
+
+
+def test_a_templated_send_keeps_the_rendered_parts_and_what_named_them(free: Client) -> None:
+    saved(free)
+
+    job = accepted_job(send(free, template="reset", data=DATA, tags=["reset"], cc=["copy@example.com"]))
+
+    payload = job.payload
+    assert payload["subject"] == "Reset your password, Ada & Bob"
+    assert '<p style="color: red;">' not in payload["body"]
+    assert '<a href="https://example.com/r/1" style="color: red;">Reset</a>' in payload["body"]
+    assert "<p>Hi Ada &amp; Bob</p>" in payload["body"]
+    assert "@media (max-width: 600px)" in payload["body"]
+    assert payload["text"] == "Hi Ada & Bob, reset at https://example.com/r/1"
+    assert (payload["template"], payload["templateVersion"], payload["data"]) == ("reset", 1, DATA)
+    assert (payload["tags"], payload["cc"]) == (["reset"], ["copy@example.com"])
+
+
+def test_the_template_is_named_by_id_and_a_version_pinned(free: Client) -> None:
+    template_id = saved(free)
+    template_update(template=template_get(account=free.account, template="reset"), subject="New", html="<p>new</p>")
+
+    pinned = accepted_job(send(free, template=template_id, templateVersion=1, data=DATA)).payload
+    current = accepted_job(send(free, template="reset", data=DATA)).payload
+
+    assert (pinned["templateVersion"], pinned["subject"]) == (1, "Reset your password, Ada & Bob")
+    assert (current["templateVersion"], current["subject"], current["body"]) == (2, "New", "<p>new</p>")
+    assert "text" not in current  # made from the HTML when sent, as a plain send's (docs/rules.md, "Rich email")
+
+
+def test_every_attempt_and_failover_sends_what_was_rendered_even_after_the_template_changed(
+    startup: Client, sendgrid: FakeSendGrid, resend: FakeResend
+) -> None:
+    ready_to_send(startup, "SENDGRID", "RESEND")
+    saved(startup)
+    job = accepted_job(send(startup, **{"from": "hello@example.com"}, template="reset", data=DATA))
+    template_update(
+        template=template_get(account=startup.account, template="reset"), subject="Changed", html="<p>x</p>"
+    )
+    sendgrid.fail(500)
+
+    assert deliver_email(job, attempt=1).delivered
+
+    (tried,) = [call.json for call in sendgrid.calls if call.path.endswith("/mail/send")]
+    delivered = resend.sent[0].json
+    assert tried["subject"] == delivered["subject"] == "Reset your password, Ada & Bob"
+    assert [part["value"] for part in tried["content"]] == [delivered["text"], delivered["html"]]
+    assert delivered["html"] == job.payload["body"]
+    assert delivered["text"] == "Hi Ada & Bob, reset at https://example.com/r/1"
+
+
+def test_postmark_receives_the_rendered_html_and_a_text_made_from_it(startup: Client, postmark: FakePostmark) -> None:
+    ready_to_send(startup, "POSTMARK")
+    saved(startup, text=None)
+    job = accepted_job(send(startup, **{"from": "hello@example.com"}, template="reset", data=DATA))
+
+    assert deliver_email(job, attempt=1).delivered
+
+    sent = postmark.sent[0].json
+    assert sent["Subject"] == "Reset your password, Ada & Bob"
+    assert "Hi Ada &amp; Bob" in sent["HtmlBody"]
+    assert sent["TextBody"].startswith("Hi Ada & Bob")
+
+
+def test_a_test_key_renders_and_sends_nothing(free: Client) -> None:
+    saved(free)
+    tester = Client(
+        account=free.account,
+        api_key=api_key_create(account=free.account, name="Laptop", mode=KeyMode.TEST),
+        http=APIClient(),
+    )
+
+    job = accepted_job(send(tester, template="reset", data=DATA))
+
+    assert job.test
+    assert job.payload["subject"] == "Reset your password, Ada & Bob"
+    refused_job = send(tester, template="reset", data={})
+    assert refused_job.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"template": "reset", "subject": "Hi", "data": DATA}, "template cannot be combined with subject or body"),
+        ({"template": "reset", "body": "<p>Hi</p>", "data": DATA}, "template cannot be combined with subject or body"),
+        ({"body": "<p>Hi</p>"}, "subject is required"),
+        ({"subject": "Hi", "body": "<p>Hi</p>", "data": DATA}, "`data` requires `template` to be set"),
+        (
+            {"subject": "Hi", "body": "<p>Hi</p>", "templateVersion": 1},
+            "`templateVersion` requires `template` to be set",
+        ),
+        ({"template": "reset", "data": [1]}, "data must be an object"),
+        ({"template": "reset", "data": {"big": "x" * 70000}}, "data must be at most 64 KB"),
+        ({"template": "reset", "templateVersion": 0, "data": DATA}, "templateVersion must be a positive integer"),
+        ({"template": "reset", "templateVersion": True, "data": DATA}, "templateVersion must be a positive integer"),
+        ({"template": "", "data": DATA}, "template must not be empty"),
+    ],
+)
+def test_a_body_that_mixes_or_misses_the_message_is_a_400(free: Client, fields: dict[str, Any], message: str) -> None:
+    saved(free)
+
+    refused(send(free, **fields), message)
+
+
+def test_a_template_deleted_unknown_or_another_accounts_is_not_found(free: Client, make_client: Any) -> None:
+    other_id = saved(make_client())
+    saved(free, alias="gone")
+    free.delete("/api/v1/templates/gone")
+
+    for name in ("gone", "nothing", other_id):
+        refused(send(free, template=name, data=DATA), f"Template {name} not found", "send_template_not_found")
+
+
+def test_a_version_the_template_does_not_have_is_a_400(free: Client) -> None:
+    saved(free)
+
+    refused(
+        send(free, template="reset", templateVersion=2, data=DATA),
+        "Template reset has no version 2",
+        "send_template_version_not_found",
+    )
+
+
+def test_missing_data_is_a_400_naming_the_variable(free: Client) -> None:
+    saved(free)
+
+    refused(
+        send(free, template="reset", data={"user": {"name": "Ada"}}),
+        "data is missing link for template reset",
+        "template_data_missing",
+    )
+
+
+def test_a_plan_rule_is_answered_before_the_template_is_rendered(free: Client) -> None:
+    saved(free)
+
+    response = send(free, template="reset", data={}, priority=10)
+
+    assert response.status_code == 403
+    assert response.json()["code"] == "priority_requires_paid_plan"
+
+
+@pytest.mark.parametrize(
+    ("html", "data", "reason"),
+    [
+        (
+            "{% for a in (1..1000) %}{% for b in (1..1000) %}{{ b }}{% endfor %}{% endfor %}",
+            {},
+            "html: loop iteration limit reached",
+        ),
+        (
+            "{% for a in rows %}{% for b in rows %}{% for c in rows %}x{% endfor %}{% endfor %}{% endfor %}",
+            {"rows": list(range(5000))},
+            "html: loop iteration limit reached",
+        ),
+        (
+            "{% for a in (1..1000) %}{{ big }}{{ big }}{{ big }}{% endfor %}",
+            {"big": "x" * 60000},
+            "html: output stream limit reached",
+        ),
+        (
+            "{% assign s = big %}{% for a in (1..30) %}{% capture s %}{{ s }}{{ s }}{% endcapture %}{% endfor %}x",
+            {"big": "x" * 1000},
+            "html: ",
+        ),
+        ("{% if a %}" * 31 + "x" + "{% endif %}" * 31, {}, None),
+        ("{{ n | divided_by: 0 }}", {"n": 1}, "html: divided_by: can't divide by 0"),
+        ("{{ n | map: 'x' }}", {"n": 1}, "html: can't map sequence"),
+        ("<p>x</p>", {}, "subject must be a single line"),
+    ],
+)
+def test_a_template_bomb_is_a_400_within_the_requests_time(
+    free: Client, html: str, data: dict[str, Any], reason: str | None
+) -> None:
+    subject = "{{ nl }}" if reason == "subject must be a single line" else "Hi"
+    if reason is None:  # refused when saved: too deeply nested
+        response = free.post("/api/v1/templates", {"alias": "bomb", "name": "Bomb", "subject": subject, "html": html})
+        assert response.json()["code"] == "template_syntax_error"
+        return
+    template_create(account=free.account, alias="bomb", name="Bomb", subject=subject, html=html)
+    started = time.monotonic()
+
+    response = send(free, template="bomb", data={**data, "nl": "a\nb"})
+
+    assert time.monotonic() - started < 2
+    assert response.status_code == 400, response.json()
+    assert response.json()["code"] == "template_render_failed"
+    assert response.json()["error"].startswith(f"Template bomb could not be rendered: {reason}")
+    assert not Job.objects.exists()
+
+
+def test_batch_items_each_take_their_own_template_and_data(free: Client) -> None:
+    saved(free)
+    items = [
+        {"to": "a@example.com", "template": "reset", "data": DATA},
+        {"to": "b@example.com", "template": "reset", "data": {}},
+        {"to": "c@example.com", "subject": "Plain", "body": "<p>plain</p>"},
+    ]
+
+    response = free.post("/api/v1/notifications/email/batch", {"items": items})
+
+    assert response.status_code == 202, response.json()
+    answers = response.json()["data"]["items"]
+    assert "jobId" in answers[0]
+    assert "jobId" in answers[2]
+    assert answers[1] == {
+        "status": 400,
+        "error": "data is missing user for template reset",
+        "code": "template_data_missing",
+    }
+    subjects = sorted(Job.objects.values_list("payload", flat=True), key=lambda payload: payload["to"])
+    assert [payload["subject"] for payload in subjects] == ["Reset your password, Ada & Bob", "Plain"]
