@@ -235,6 +235,60 @@ def test_event_endpoints_are_created_listed_and_deleted(hub: Hub) -> None:
     assert hub.run(lambda nh: nh.event_endpoints.list()) == ()
 
 
+def test_templates_are_created_read_replaced_rendered_and_deleted(hub: Hub, holder: Client) -> None:
+    ready_to_send(holder)
+    created = hub.run(
+        lambda nh: nh.templates.create(alias="reset", name="Reset", subject="Hi {{ name }}", html="<p>{{ link }}</p>")
+    )
+    replaced = hub.run(
+        lambda nh: nh.templates.update("reset", subject="Hello {{ name }}", html="<p>{{ link }}</p>", text="{{ link }}")
+    )
+
+    first = hub.run(lambda nh: nh.templates.get(created.id, version=1))
+    listed = hub.collect(lambda nh: nh.templates.list(page_size=1))
+    versions = hub.collect(lambda nh: nh.templates.versions("reset"))
+    rendered = hub.run(lambda nh: nh.templates.render("reset", data={"name": "Ada", "link": "https://x.example/r"}))
+    accepted = hub.run(
+        lambda nh: nh.emails.send(
+            to="user@example.com", template="reset", data={"name": "Ada", "link": "l"}, template_version=1
+        )
+    )
+    deleted = hub.run(lambda nh: nh.templates.delete("reset"))
+
+    assert (created.version, created.variables, created.text) == (1, ("name", "link"), None)
+    assert (replaced.version, replaced.text) == (2, "{{ link }}")
+    assert (first.version, first.subject) == (1, "Hi {{ name }}")
+    assert [(entry.alias, entry.version) for entry in listed] == [("reset", 2)]
+    assert [entry.version for entry in versions] == [2, 1]
+    assert rendered == notifyhub.RenderedTemplate(
+        subject="Hello Ada", html="<p>https://x.example/r</p>", text="https://x.example/r"
+    )
+    payload = Job.objects.get(id=accepted.job_id, account=holder.account).payload
+    assert (payload["subject"], payload["templateVersion"]) == ("Hi Ada", 1)
+    assert deleted == notifyhub.TemplateDeleted(id=created.id, alias="reset", message="Template deleted")
+
+
+def test_an_email_batch_item_takes_a_template(hub: Hub, holder: Client) -> None:
+    ready_to_send(holder)
+    hub.run(lambda nh: nh.templates.create(alias="hello", name="Hello", subject="Hi {{ name }}", html="<p>hi</p>"))
+
+    result = hub.run(
+        lambda nh: nh.emails.send_batch(
+            [
+                {"to": "a@example.com", "template": "hello", "data": {"name": "Ada"}},
+                {"to": "b@example.com", "template": "hello", "data": {}},
+            ]
+        )
+    )
+
+    accepted, refused = result.items
+    assert isinstance(accepted, notifyhub.AcceptedJob)
+    assert Job.objects.get(id=accepted.job_id).payload["subject"] == "Hi Ada"
+    assert refused == notifyhub.RefusedItem(
+        status=400, error="data is missing name for template hello", code="template_data_missing"
+    )
+
+
 def test_the_sender_domain_is_requested_verified_read_and_deleted(
     hub: Hub, holder: Client, sendgrid: FakeSendGrid
 ) -> None:

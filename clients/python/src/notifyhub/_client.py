@@ -7,7 +7,7 @@ from typing import Self
 
 from ._calls import Call, Route, reading
 from ._models import Pong
-from ._resources import Account, Emails, EventEndpoints, Jobs, SenderDomain, Suppressions, Webhooks
+from ._resources import Account, Emails, EventEndpoints, Jobs, SenderDomain, Suppressions, Templates, Webhooks
 from ._surface import Resource, TransportT, operation
 from ._transports import AsyncTransport, Settings, SyncTransport
 
@@ -34,6 +34,7 @@ class _Client(Resource[TransportT]):
         self.jobs: Jobs[TransportT] = Jobs(transport)
         self.suppressions: Suppressions[TransportT] = Suppressions(transport)
         self.event_endpoints: EventEndpoints[TransportT] = EventEndpoints(transport)
+        self.templates: Templates[TransportT] = Templates(transport)
         self.domain: SenderDomain[TransportT] = SenderDomain(transport)
         self.account: Account[TransportT] = Account(transport)
 

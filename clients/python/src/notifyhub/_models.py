@@ -282,3 +282,54 @@ class AuditEntry:
 class Pong:
     message: str
     timestamp: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class TemplateSummary:
+    """A template as the list shows it, without its parts; ``version``: its current one (docs/templates.md)."""
+
+    id: str
+    alias: str
+    name: str
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Template:
+    """A template at one of its versions: its parts, the ``variables`` they read, and when that version was saved."""
+
+    id: str
+    alias: str
+    name: str
+    version: int
+    subject: str
+    html: str
+    text: str | None
+    variables: tuple[str, ...]
+    created_at: datetime
+    version_created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class TemplateVersion:
+    version: int
+    variables: tuple[str, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class TemplateDeleted:
+    id: str
+    alias: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderedTemplate:
+    """A template rendered as a send would send it; nothing was sent."""
+
+    subject: str
+    html: str
+    text: str

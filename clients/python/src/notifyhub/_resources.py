@@ -35,9 +35,14 @@ from ._models import (
     Priority,
     Provider,
     RefusedItem,
+    RenderedTemplate,
     Suppression,
     SuppressionReason,
     SuppressionRemoved,
+    Template,
+    TemplateDeleted,
+    TemplateSummary,
+    TemplateVersion,
     Usage,
     WebhookMethod,
 )
@@ -58,11 +63,15 @@ class WebhookMessage(TypedDict):
 
 
 class EmailMessage(TypedDict):
-    """One email of ``emails.send_batch``: the arguments of ``emails.send``."""
+    """One email of ``emails.send_batch``: the arguments of ``emails.send``; ``subject`` and ``body``, or
+    ``template`` and ``data``."""
 
     to: str
-    subject: str
-    body: str
+    subject: NotRequired[str | None]
+    body: NotRequired[str | None]
+    template: NotRequired[str | None]
+    data: NotRequired[Mapping[str, Any] | None]
+    template_version: NotRequired[int | None]
     from_: NotRequired[str | None]
     priority: NotRequired[Priority | None]
     idempotency_key: NotRequired[str | None]
@@ -146,8 +155,8 @@ class Emails(Resource[TransportT]):
         route: Route,
         *,
         to: str,
-        subject: str,
-        body: str,
+        subject: str | None = None,
+        body: str | None = None,
         from_: str | None = None,
         priority: Priority | None = None,
         idempotency_key: str | None = None,
@@ -162,8 +171,13 @@ class Emails(Resource[TransportT]):
         tags: Sequence[str] | None = None,
         metadata: Mapping[str, str] | None = None,
         attachments: Sequence[Attachment] | None = None,
+        template: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        template_version: int | None = None,
     ) -> Call[AcceptedJob]:
-        """Queues an email; ``body`` is HTML, ``text`` its plain-text part (made from ``body`` when left out).
+        """Queues an email; ``body`` is HTML, ``text`` its plain-text part (made from ``body`` when left out). In
+        place of ``subject`` and ``body``, ``template`` (an id or alias) rendered with ``data`` (at most 64 KB) when
+        accepted, at its current version or ``template_version`` (docs/templates.md).
         ``provider`` and ``fallback`` force its route (paid plans). ``cc``, ``bcc`` (with ``to``, at most 50
         recipients), ``reply_to`` (one address or up to 5), ``headers``, ``tags`` (they filter ``jobs.list``),
         ``metadata`` (it rides on the job's events) and ``attachments`` (``Attachment.from_path``, at most 10 MB in
@@ -186,6 +200,9 @@ class Emails(Resource[TransportT]):
             "tags": tags,
             "metadata": metadata,
             "attachments": attachments,
+            "template": template,
+            "data": data,
+            "template_version": template_version,
         }
         return route.call(reading(AcceptedJob), body=send_body(message))
 
@@ -255,6 +272,53 @@ class Suppressions(Resource[TransportT]):
     def remove(route: Route, email: str) -> Call[SuppressionRemoved]:
         """Lets the address receive email again."""
         return route.call(reading(SuppressionRemoved), path={"email": email})
+
+
+class Templates(Resource[TransportT]):
+    @listing("GET", "/api/v1/templates")
+    def list(route: Route, *, page_size: int | None = None) -> Paging[TemplateSummary]:
+        """The account's templates by alias, without their parts."""
+        return route.paging(TemplateSummary, query={"limit": page_size})
+
+    @operation("POST", "/api/v1/templates")
+    def create(
+        route: Route, *, alias: str, name: str, subject: str, html: str, text: str | None = None
+    ) -> Call[Template]:
+        """Saves a template (Liquid) as its version 1; the answer lists the ``variables`` it reads."""
+        body = {"alias": alias, "name": name, "subject": subject, "html": html, "text": text}
+        return route.call(reading(Template), body={key: value for key, value in body.items() if value is not None})
+
+    @operation("GET", "/api/v1/templates/{template}")
+    def get(route: Route, template: str, *, version: int | None = None) -> Call[Template]:
+        """The template (id or alias) at its current version, or at ``version``."""
+        return route.call(reading(Template), path={"template": template}, query={"version": version})
+
+    @operation("PUT", "/api/v1/templates/{template}")
+    def update(
+        route: Route, template: str, *, subject: str, html: str, text: str | None = None, name: str | None = None
+    ) -> Call[Template]:
+        """Saves the parts as the template's next version, now its current one; ``name`` renames it."""
+        body = {"subject": subject, "html": html, "text": text, "name": name}
+        return route.call(
+            reading(Template),
+            path={"template": template},
+            body={key: value for key, value in body.items() if value is not None},
+        )
+
+    @operation("DELETE", "/api/v1/templates/{template}")
+    def delete(route: Route, template: str) -> Call[TemplateDeleted]:
+        """Deletes the template and its versions; its alias is free again."""
+        return route.call(reading(TemplateDeleted), path={"template": template})
+
+    @listing("GET", "/api/v1/templates/{template}/versions")
+    def versions(route: Route, template: str, *, page_size: int | None = None) -> Paging[TemplateVersion]:
+        """The template's versions, newest first."""
+        return route.paging(TemplateVersion, path={"template": template}, query={"limit": page_size})
+
+    @operation("POST", "/api/v1/templates/{template}/render")
+    def render(route: Route, template: str, *, data: Mapping[str, Any]) -> Call[RenderedTemplate]:
+        """The current version rendered with ``data`` as a send would send it; nothing is sent, no quota used."""
+        return route.call(reading(RenderedTemplate), path={"template": template}, body={"data": data})
 
 
 def _read_endpoints(data: Any) -> tuple[EventEndpoint, ...]:
