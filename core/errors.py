@@ -243,6 +243,13 @@ class EmailUnconfirmedForKey(EmailUnconfirmed):
     message = "Confirm your email address first: follow the link we emailed you, then create a key."
 
 
+class EmailUnconfirmedForTest(EmailUnconfirmed):
+    """The same, said where a test email to the holder's own address was asked for: an unconfirmed address may be
+    someone else's."""
+
+    message = "Confirm your email address first: follow the link we emailed you, then send a test."
+
+
 class PaidPlanRequired(NotPermitted):
     """The account's plan does not include this."""
 

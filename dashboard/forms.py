@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import unicodedata
 from collections.abc import Iterator
 from typing import Any
@@ -13,9 +14,23 @@ from django.template.loader import render_to_string
 from rest_framework import serializers
 
 from accounts.models import API_KEY_NAME_MAX_LENGTH, KeyMode, KeyScope
-from core.api.fields import EMAIL_MAX_LENGTH, TAG, TAG_RULE, DomainNameField, EmailAddressField, HttpsUrlField
+from core.api.exceptions import ApiError
+from core.api.fields import (
+    EMAIL_MAX_LENGTH,
+    TAG,
+    TAG_RULE,
+    DomainNameField,
+    EmailAddressField,
+    HttpsUrlField,
+    TemplateAliasField,
+    TemplateDataField,
+    TextField,
+)
+from core.api.parsers import BodyNotObject, InvalidJson, JSONObjectParser
 from core.errors import ApiKeyNameInvalid
 from dashboard.mail import send_platform_email
+from email_templates.engine import PART_MAX_CHARS, SUBJECT_MAX_CHARS
+from email_templates.models import NAME_MAX_LENGTH
 from event_endpoints.models import EventType
 from notifications.delivery.http import is_refused_target
 from notifications.models import JobStatus, JobType
@@ -377,3 +392,113 @@ class EventEndpointAddForm(forms.Form):
         if not rule.is_valid():
             raise forms.ValidationError([str(message) for message in rule.errors["url"]])
         return str(rule.validated_data["url"])
+
+
+# --- The templates pages ---------------------------------------------------------------------------
+
+
+class _TemplatePartsRule(serializers.Serializer):
+    """PUT /api/v1/templates/<alias>'s rules for a template's name and parts (email_templates.serializers): the page
+    refuses what the API refuses, in its words. Restated from the same parts, as the event endpoint's URL rule is."""
+
+    name = TextField(max_length=NAME_MAX_LENGTH, single_line=True)
+    subject = TextField(max_length=SUBJECT_MAX_CHARS, single_line=True)
+    html = TextField(max_length=PART_MAX_CHARS)
+    text = TextField(max_length=PART_MAX_CHARS, required=False)
+
+
+class _TemplateCreateRule(_TemplatePartsRule):
+    """POST /api/v1/templates' rules: an alias too."""
+
+    alias = TemplateAliasField()
+
+
+def _part_widget(rows: int) -> forms.Textarea:
+    return forms.Textarea(attrs={"rows": rows, "spellcheck": "false", "autocapitalize": "none", "class": "code"})
+
+
+class TemplateForm(forms.Form):
+    """A template's fields, for creating one (with its alias) or saving its next version (without): each checked
+    by the API's own rule, in the API's words."""
+
+    alias = forms.CharField(
+        label="Alias",
+        required=False,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}),
+        help_text="What a send names it by: 1 to 64 of a-z, 0-9, _ and -. It cannot be changed later.",
+    )
+    name = forms.CharField(label="Name", required=False, strip=False, help_text="For you: what the template is for.")
+    subject = forms.CharField(
+        label="Subject",
+        required=False,
+        strip=False,
+        widget=forms.TextInput(attrs={"spellcheck": "false"}),
+        help_text="One line of Liquid, such as Welcome, {{ name }}: output as written, not escaped.",
+    )
+    html = forms.CharField(
+        label="HTML",
+        required=False,
+        strip=False,
+        widget=_part_widget(14),
+        help_text="Liquid: what it outputs is HTML-escaped. <style> rules are inlined into the elements they match.",
+    )
+    text = forms.CharField(
+        label="Plain text (optional)",
+        required=False,
+        strip=False,
+        widget=_part_widget(6),
+        help_text="Liquid, output as written. Left empty, the text part is made from the HTML.",
+    )
+
+    def __init__(self, *args: Any, creating: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rule = _TemplateCreateRule if creating else _TemplatePartsRule
+        if not creating:
+            del self.fields["alias"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        # A browser sends a textarea's lines ending in CR LF: the version keeps them as the API would be sent them.
+        body = {name: value.replace("\r\n", "\n") for name, value in cleaned.items()}
+        if not body.get("text"):
+            body.pop("text", None)  # an empty text part is none: it is made from the HTML
+        rule = self.rule(data=body)
+        if not rule.is_valid():
+            for name, messages in rule.errors.items():
+                self.add_error(name, [str(message) for message in messages])
+            return cleaned
+        return {"text": None, **rule.validated_data}
+
+
+class _TemplateDataRule(serializers.Serializer):
+    """POST /api/v1/templates/<alias>/render's rule for ``data``: an object of at most 64 KB."""
+
+    data = TemplateDataField()
+
+
+class TemplatePreviewForm(forms.Form):
+    data = forms.CharField(
+        label="Sample data (JSON)",
+        required=False,
+        strip=False,
+        widget=_part_widget(8),
+        help_text='A JSON object of at most 64 KB, as a send\'s data, such as {"name": "Ada"}.',
+    )
+
+    def clean_data(self) -> dict[str, Any]:
+        text = self.cleaned_data["data"]
+        if not text.strip():
+            raise forms.ValidationError("data is required")
+        try:
+            # The API's own reading of JSON: no NaN, no number past a float's, not too deep, valid Unicode.
+            value = JSONObjectParser().parse(io.BytesIO(text.encode()))
+        except BodyNotObject:
+            raise forms.ValidationError("data must be an object") from None
+        except InvalidJson:
+            raise forms.ValidationError("data must be valid JSON") from None
+        except ApiError as error:
+            raise forms.ValidationError(error.message) from None
+        rule = _TemplateDataRule(data={"data": value})
+        if not rule.is_valid():
+            raise forms.ValidationError([str(message) for message in rule.errors["data"]])
+        return dict(rule.validated_data["data"])

@@ -3,7 +3,19 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard.views import audit, auth, domain, endpoints, events, jobs, pages, providers, suppressions, webhooks
+from dashboard.views import (
+    audit,
+    auth,
+    domain,
+    endpoints,
+    events,
+    jobs,
+    pages,
+    providers,
+    suppressions,
+    templates,
+    webhooks,
+)
 from dashboard.views.auth import PasswordResetView, SignInView, SignUpView
 
 urlpatterns = [
@@ -42,6 +54,27 @@ urlpatterns = [
     path("dashboard/events/test/", events.EventEndpointTestView.as_view(), name="event-endpoint-test"),
     path("dashboard/events/delete/", events.EventEndpointDeleteView.as_view(), name="event-endpoint-delete"),
     path("dashboard/endpoints/", endpoints.EndpointsView.as_view(), name="endpoints"),
+    path("dashboard/templates/", templates.TemplatesView.as_view(), name="templates"),
+    path("dashboard/templates/new/", templates.TemplateCreateView.as_view(), name="template-new"),
+    path("dashboard/templates/<uuid:template_id>/", templates.TemplateEditView.as_view(), name="template"),
+    path(
+        "dashboard/templates/<uuid:template_id>/versions/",
+        templates.TemplateVersionsView.as_view(),
+        name="template-versions",
+    ),
+    path(
+        "dashboard/templates/<uuid:template_id>/versions/<int:number>/",
+        templates.TemplateVersionView.as_view(),
+        name="template-version",
+    ),
+    path(
+        "dashboard/templates/<uuid:template_id>/preview/",
+        templates.TemplatePreviewView.as_view(),
+        name="template-preview",
+    ),
+    path(
+        "dashboard/templates/<uuid:template_id>/delete/", templates.TemplateDeleteView.as_view(), name="template-delete"
+    ),
     path("dashboard/audit/", audit.AuditView.as_view(), name="audit"),
     path("dashboard/account/", pages.AccountView.as_view(), name="account"),
     path("dashboard/account/password/", auth.PasswordChangeView.as_view(), name="password_change"),

@@ -87,23 +87,33 @@ class EmailRoute:
 
 
 def email_route(job: Job) -> EmailRoute:
-    """At each attempt: the route as the account stands now. Raises a DomainError when it cannot be sent at all.
+    """At each attempt: the route as the account stands now. Raises a DomainError when it cannot be sent at all."""
+    return account_email_route(
+        job.account, requested=job.payload.get("from"), provider=job.provider, fallback=job.fallback
+    )
+
+
+def account_email_route(
+    account: Account, *, requested: str | None = None, provider: str | None = None, fallback: str | None = None
+) -> EmailRoute:
+    """The route an email of the account walks now, from ``requested`` (its `from`) or the account's sender, along
+    the forced ``provider`` and ``fallback`` or every provider of the account. Raises a DomainError when it cannot be
+    sent at all.
 
     A ``from`` with a display name is judged by its address; the name goes out as the client gave it."""
-    requested = job.payload.get("from")
     mailbox = mailbox_parse(requested) if requested is not None else None
-    if not job.account.limits.is_paid:
+    if not account.limits.is_paid:
         sender = platform_sender() if mailbox is None else mailbox.at(platform_sender())
         return EmailRoute(sender, platform_routes(), names_provider=False, retryable=True)
-    address = sender_address(account=job.account, requested=None if mailbox is None else mailbox.address)
+    address = sender_address(account=account, requested=None if mailbox is None else mailbox.address)
     sender = address if mailbox is None else mailbox.at(address)
-    credentials = provider_credentials(account=job.account)
-    walked = _paid_route_names(list(credentials), provider=job.provider, fallback=job.fallback)
+    credentials = provider_credentials(account=account)
+    walked = _paid_route_names(list(credentials), provider=provider, fallback=fallback)
     return EmailRoute(
         sender,
         [Route(get_provider(name), credentials[name]) for name in walked],
         names_provider=True,
-        retryable=job.provider is None,
+        retryable=provider is None,
     )
 
 

@@ -19,10 +19,18 @@ from accounts.models import Account
 from accounts.selectors import signing_secrets_get
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
-from core.errors import EmailNotSent, JobNotCancellable, JobNotRetryable, RetryNeedsProviderKey, UrlNotPublic
+from core.errors import (
+    EmailNotSent,
+    EmailUnconfirmedForTest,
+    JobNotCancellable,
+    JobNotRetryable,
+    RetryNeedsProviderKey,
+    UrlNotPublic,
+)
 from core.public_url import public_url
 from email_templates.selectors import template_rendered_for_send
 from notifications.attachments import attachment_rows, payload_entries
+from notifications.delivery.email import email_send
 from notifications.delivery.http import is_refused_target, split_credentials
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import build_headers
@@ -36,7 +44,13 @@ from notifications.models import SKIPPED_RECIPIENTS, DestinationHealth, Job, Job
 from notifications.observability import job_accepted, job_failed_on_arrival
 from notifications.outcomes import finished_jobs_announce_soon
 from notifications.quota import counts_against_quota
-from notifications.routing import email_needs_provider_key, email_routing_check, platform_routes, platform_sender
+from notifications.routing import (
+    account_email_route,
+    email_needs_provider_key,
+    email_routing_check,
+    platform_routes,
+    platform_sender,
+)
 from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
 from providers.base import EmailAttachment, OutgoingEmail, build_message
@@ -518,3 +532,34 @@ def webhook_test_send(*, account: Account, url: str) -> WebhookTestResult:
     return WebhookTestResult(
         url=masked_url, sent_at=sent_at, headers=dict(headers), body=body.decode(), outcome=outcome
     )
+
+
+@dataclass(frozen=True)
+class EmailTestResult:
+    """A message sent to the holder's own address, as the page shows it: where, from whom, and what came of it."""
+
+    to: str
+    sender: str
+    sent_at: datetime
+    outcome: AttemptOutcome
+
+
+def email_test_send(*, account: Account, subject: str, html: str, text: str | None) -> EmailTestResult:
+    """Sends a message to the holder's own address now, as one attempt of an email job of the account would go:
+    from the account's sender, through its providers with failover (the platform's on the Free plan), and not to a
+    suppressed address. No job is stored and no quota is spent, as for a test webhook (docs/dashboard.md,
+    "The templates pages"). Raises EmailUnconfirmedForTest, or what the route refuses (no provider key, no
+    verified sending domain)."""
+    if not account.is_confirmed:
+        # An unconfirmed address may be someone else's: no mail of the holder's making goes to it.
+        raise EmailUnconfirmedForTest()
+    to = account.user.email
+    route = account_email_route(account)
+    sent_at = timezone.now()
+    reason = suppression_reason(account_id=account.pk, email=to)
+    if reason is not None:
+        outcome = AttemptOutcome.failure(suppressed_message(reason), retryable=False)
+    else:
+        email = OutgoingEmail(job_id=None, sender=route.sender, to=to, subject=subject, html=html, text=text)
+        outcome = email_send(email, route)
+    return EmailTestResult(to=to, sender=route.sender, sent_at=sent_at, outcome=outcome)

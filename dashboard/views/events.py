@@ -12,7 +12,7 @@ from django.views import View
 from core.errors import DomainError, EventEndpointNotFound
 from dashboard.forms import EventEndpointAddForm
 from dashboard.views.base import HolderView
-from dashboard.views.webhooks import TESTS_PER_MINUTE, webhook_test_refusal
+from dashboard.views.webhooks import TESTS_PER_MINUTE, over_test_limit
 from event_endpoints.models import ENDPOINTS_PER_ACCOUNT, EventEndpoint
 from event_endpoints.selectors import endpoint_get, endpoint_list, recent_deliveries
 from event_endpoints.services import endpoint_create, endpoint_delete
@@ -73,7 +73,7 @@ class EventEndpointTestView(_EventsPage, View):
 
     def post(self, request: HttpRequest) -> HttpResponse:
         endpoint = self._endpoint(request.POST.get("id", ""))
-        if refusal := webhook_test_refusal(request, self.account):
+        if refusal := over_test_limit(request, self.account, kind="webhook"):
             return self._page(request, tested=endpoint, test_error=refusal, status=429)
         try:
             result = webhook_test_send(account=self.account, url=stored_url(endpoint.url, endpoint.url_credentials))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -21,21 +23,20 @@ from webhooks_inbound.services import postmark_password_generate, tracking_crede
 TESTS_PER_MINUTE = 10
 
 
-def webhook_test_refusal(request: HttpRequest, account: Account) -> str | None:
-    """Counts this test, on the webhooks or the events page; why it is refused once the account has sent
-    TESTS_PER_MINUTE in the current minute, else None."""
+def over_test_limit(request: HttpRequest, account: Account, *, kind: Literal["webhook", "email"]) -> str | None:
+    """Counts this test of ``kind``: a webhook (the webhooks and the events pages share one count) or an email (the
+    templates' page); why it is refused once the account has sent TESTS_PER_MINUTE of that kind in the current
+    minute, else None."""
     usage = get_usage(
         request,
-        group="test-webhook",
+        group=f"test-{kind}",
         key=lambda group, request: str(account.public_id),
         rate=f"{TESTS_PER_MINUTE}/m",
         increment=True,
     )
     if not (usage and usage["should_limit"]):
         return None
-    return (
-        f"You have sent {TESTS_PER_MINUTE} test webhooks this minute. Try again in {int(usage['time_left'])} seconds."
-    )
+    return f"You have sent {TESTS_PER_MINUTE} test {kind}s this minute. Try again in {int(usage['time_left'])} seconds."
 
 
 class WebhooksView(HolderView, View):
@@ -70,7 +71,7 @@ class WebhooksView(HolderView, View):
         form = WebhookTestForm(request.POST)
         if not form.is_valid():
             return self._page(request, test_form=form, status=400)
-        if refusal := webhook_test_refusal(request, self.account):
+        if refusal := over_test_limit(request, self.account, kind="webhook"):
             form.add_error(None, refusal)
             return self._page(request, test_form=form, status=429)
         try:

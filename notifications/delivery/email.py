@@ -9,7 +9,7 @@ from core.errors import DomainError
 from notifications.attachments import job_attachments
 from notifications.delivery.outcome import AttemptOutcome, elapsed_ms
 from notifications.models import Job
-from notifications.routing import email_route
+from notifications.routing import EmailRoute, email_route
 from providers.base import OutgoingEmail, build_message, message_metadata
 from providers.failover import send_with_failover
 
@@ -24,7 +24,12 @@ def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
         # Every check an attempt makes is made; the provider first in line is shown as it would be, and not called.
         first = route.routes[0].provider.name if route.names_provider and route.routes else None
         return AttemptOutcome.test_delivery(used_provider=first)
-    email = outgoing_email(job, sender=route.sender)
+    return email_send(outgoing_email(job, sender=route.sender), route)
+
+
+def email_send(email: OutgoingEmail, route: EmailRoute) -> AttemptOutcome:
+    """Sends ``email`` along ``route`` now, as one attempt: failover through its providers, or Django's email
+    backend when it has none."""
     if not route.routes:
         return _send_with_django_backend(email)
     started = time.monotonic()
