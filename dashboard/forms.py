@@ -440,7 +440,7 @@ class TemplateForm(forms.Form):
         required=False,
         strip=False,
         widget=_part_widget(14),
-        help_text="Liquid: what it outputs is HTML-escaped. <style> rules are inlined into the elements they match.",
+        help_text="Liquid: what it outputs is HTML-escaped. &lt;style&gt; rules are inlined into the elements they match.",
     )
     text = forms.CharField(
         label="Plain text (optional)",

@@ -17,6 +17,7 @@ from accounts.selectors import current_period
 from accounts.services import account_create, api_key_create, provider_key_set, signing_secret_generate
 from core.actor import HOLDER, acting_as
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
+from email_templates.services import template_create, template_update
 from event_endpoints.models import Event, EventDelivery, EventDeliveryStatus
 from event_endpoints.services import endpoint_create
 from notifications.models import DailyTally, DeliveryStatus, DestinationHealth, JobStatus, JobType
@@ -33,6 +34,9 @@ WEBHOOKS_USED = 3_214
 FAILING_URL = "https://crm.example.net/hooks/notifyhub"
 # The failed email job whose page pages.py shows: a fixed id, so the page's path is known before the data.
 DEMO_JOB_ID = UUID("7d3c1b8e-2f4a-4c6d-9e0b-5a1f3c7e9d24")
+DEMO_TEMPLATE_ALIAS = "password-reset"
+# Sample data for the demo's password-reset template, as a holder would type it on the preview page.
+DEMO_TEMPLATE_DATA = '{"name": "Ada", "link": "https://acme.example.com/reset/9f2c4e"}'
 
 # Delivery attempts (DeliveryLog fields) the demo's jobs made.
 WEBHOOK_200 = {"status": DeliveryStatus.SUCCESS, "response_status": 200, "duration_ms": 87, "error_message": None}
@@ -99,6 +103,7 @@ def demo_holder_create(*, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD
         postmark_password_generate(account=account)
         _jobs(account)
         _event_endpoint(account)
+        _templates(account)
     _daily_tallies(account)
     UsagePeriod.objects.update_or_create(
         account=account, period_start=current_period(account)[0], defaults={"used": WEBHOOKS_USED}
@@ -175,6 +180,38 @@ def _jobs(account: Account) -> None:
         status=JobStatus.COMPLETED,
         payload=_email("Reset your password"),
         attempts=[SENDGRID_202],
+    )
+
+
+def _templates(account: Account) -> None:
+    """A password-reset template at its second version, and a receipt. No `<style>` and no `style=`: the preview's
+    frame keeps the page's Content-Security-Policy, which the CSP test holds every page to with no refusal."""
+    reset = template_create(
+        account=account,
+        alias=DEMO_TEMPLATE_ALIAS,
+        name="Password reset",
+        subject="Reset your password, {{ name }}",
+        html='<h1>Hello {{ name }}</h1><p>Choose a new password: <a href="{{ link }}">{{ link }}</a></p>',
+    ).template
+    template_update(
+        template=reset,
+        subject="Reset your Acme password, {{ name }}",
+        html=(
+            "<h1>Hello {{ name }}</h1><p>Someone asked to reset the password of your Acme account. If it was you, "
+            'choose a new one:</p><p><a href="{{ link }}">{{ link }}</a></p>'
+            "<p>The link works for {{ hours | default: 24 }} hours.</p>"
+        ),
+        text="Hello {{ name }}, choose a new password: {{ link }}",
+    )
+    template_create(
+        account=account,
+        alias="order-receipt",
+        name="Order receipt",
+        subject="Your order {{ order.number }}",
+        html=(
+            "<p>Thank you for your order.</p>"
+            "{% for item in order.items %}<p>{{ item.name }}: {{ item.price }}</p>{% endfor %}"
+        ),
     )
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.demo import DEMO_JOB_ID
+from tests.browser.demo import DEMO_JOB_ID, DEMO_TEMPLATE_ALIAS, DEMO_TEMPLATE_DATA
 
 # The narrowest screen the pages are checked at: a phone's.
 PHONE_WIDTH = 390
@@ -19,6 +19,21 @@ def _show_new_api_key(page: Page) -> None:
     page.get_by_label("Scope", exact=True).select_option(label="Send only")
     page.get_by_role("button", name="Create API key").click()
     expect(page.locator("code#new-api-key")).to_be_visible()
+
+
+def _open_demo_template(page: Page) -> None:
+    """From the templates list (a template's URL holds its id, which each run makes anew), its edit page."""
+    page.get_by_role("link", name=DEMO_TEMPLATE_ALIAS).click()
+    expect(page.get_by_role("heading", name=f"Template {DEMO_TEMPLATE_ALIAS}")).to_be_visible()
+
+
+def _preview_demo_template(page: Page) -> None:
+    """The demo template previewed with sample data: the rendered subject, frame and text."""
+    _open_demo_template(page)
+    page.get_by_role("link", name="Preview and test").click()
+    page.get_by_label("Sample data (JSON)").fill(DEMO_TEMPLATE_DATA)
+    page.get_by_role("button", name="Preview", exact=True).click()
+    expect(page.locator("iframe.preview-frame")).to_be_visible()
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,9 @@ PAGES = [
     PageSpec("suppressions", "/dashboard/suppressions/", signed_in=True),
     PageSpec("events", "/dashboard/events/", signed_in=True),
     PageSpec("endpoints", "/dashboard/endpoints/", signed_in=True),
+    PageSpec("templates", "/dashboard/templates/", signed_in=True),
+    PageSpec("template", "/dashboard/templates/", signed_in=True, then=_open_demo_template),
+    PageSpec("template-preview", "/dashboard/templates/", signed_in=True, then=_preview_demo_template),
     PageSpec("account", "/dashboard/account/", signed_in=True),
     PageSpec("audit", "/dashboard/audit/", signed_in=True),
     PageSpec("password-change", "/dashboard/account/password/", signed_in=True),
