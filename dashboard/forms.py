@@ -440,7 +440,9 @@ class TemplateForm(forms.Form):
         required=False,
         strip=False,
         widget=_part_widget(14),
-        help_text="Liquid: what it outputs is HTML-escaped. &lt;style&gt; rules are inlined into the elements they match.",
+        # The help text is the page's HTML (form_fields.html): the tag is written as text.
+        help_text="Liquid: what it outputs is HTML-escaped. &lt;style&gt; rules are inlined into the elements they "
+        "match.",
     )
     text = forms.CharField(
         label="Plain text (optional)",
@@ -473,11 +475,11 @@ class TemplateForm(forms.Form):
 class _TemplateDataRule(serializers.Serializer):
     """POST /api/v1/templates/<alias>/render's rule for ``data``: an object of at most 64 KB."""
 
-    data = TemplateDataField()
+    data = TemplateDataField()  # type: ignore[assignment]  # the body's field, not Serializer.data
 
 
 class TemplatePreviewForm(forms.Form):
-    data = forms.CharField(
+    sample_data = forms.CharField(
         label="Sample data (JSON)",
         required=False,
         strip=False,
@@ -485,8 +487,8 @@ class TemplatePreviewForm(forms.Form):
         help_text='A JSON object of at most 64 KB, as a send\'s data, such as {"name": "Ada"}.',
     )
 
-    def clean_data(self) -> dict[str, Any]:
-        text = self.cleaned_data["data"]
+    def clean_sample_data(self) -> dict[str, Any]:
+        text = self.cleaned_data["sample_data"]
         if not text.strip():
             raise forms.ValidationError("data is required")
         try:

@@ -160,7 +160,7 @@ class TemplatePreviewView(_TemplatePage, View):
 
     def get(self, request: HttpRequest, template_id: UUID) -> HttpResponse:
         template = self._template(template_id)
-        return self._page(request, template, TemplatePreviewForm(initial={"data": EMPTY_DATA}))
+        return self._page(request, template, TemplatePreviewForm(initial={"sample_data": EMPTY_DATA}))
 
     def post(self, request: HttpRequest, template_id: UUID) -> HttpResponse:
         template = self._template(template_id)
@@ -172,9 +172,9 @@ class TemplatePreviewView(_TemplatePage, View):
             form.add_error(None, refusal)
             return self._page(request, template, form, status=429)
         try:
-            rendered = template_preview(version=self._version(template), data=form.cleaned_data["data"])
+            rendered = template_preview(version=self._version(template), data=form.cleaned_data["sample_data"])
         except DomainError as error:  # data missing a variable, or the render failed (a limit, a filter)
-            form.add_error("data", error.message)
+            form.add_error("sample_data", error.message)
             return self._page(request, template, form, status=400)
         if not sending:
             return self._page(request, template, form, rendered=rendered)

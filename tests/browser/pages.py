@@ -33,7 +33,10 @@ def _preview_demo_template(page: Page) -> None:
     page.get_by_role("link", name="Preview and test").click()
     page.get_by_label("Sample data (JSON)").fill(DEMO_TEMPLATE_DATA)
     page.get_by_role("button", name="Preview", exact=True).click()
-    expect(page.locator("iframe.preview-frame")).to_be_visible()
+    frame = page.locator("iframe.preview-frame")
+    expect(page.frame_locator("iframe.preview-frame").get_by_role("heading", name="Hello Ada")).to_be_visible()
+    # Chromium paints a sandboxed frame's document once it has been on screen; a full-page screenshot alone does not.
+    frame.scroll_into_view_if_needed()
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def path(template: Template, page: str = "") -> str:
 
 def preview(browser: Browser, template: Template, data: Any = DATA, *, action: str = "preview") -> Any:
     text = data if isinstance(data, str) else json.dumps(data)
-    return browser.post(path(template, "preview/"), {"data": text, "action": action})
+    return browser.post(path(template, "preview/"), {"sample_data": text, "action": action})
 
 
 # --- who may open them ----------------------------------------------------------------------------------------------
@@ -71,16 +71,19 @@ def test_a_signed_out_visitor_is_sent_to_sign_in(browser: Browser, free: Client,
 
 @pytest.mark.parametrize(
     ("method", "page"),
-    [("get", ""), ("post", ""), ("get", "versions/"), ("get", "versions/1/"), ("get", "preview/"), ("post", "preview/")]
-    + [("get", "delete/"), ("post", "delete/")],
+    [
+        *[("get", page) for page in ("", "versions/", "versions/1/", "preview/", "delete/")],
+        *[("post", page) for page in ("", "preview/", "delete/")],
+    ],
 )
 def test_another_accounts_template_is_404_and_stays_as_it_was(
     holder: Holder, free: Client, method: str, page: str
 ) -> None:
     browser, _ = holder
     theirs = welcome(free.account)
+    body = {**WELCOME, "sample_data": "{}", "action": "send-test"} if method == "post" else None
 
-    response = getattr(browser, method)(path(theirs, page), {**WELCOME, "data": "{}"} if method == "post" else None)
+    response = getattr(browser, method)(path(theirs, page), body)
 
     assert response.status_code == 404
     assert TemplateVersion.objects.filter(template=theirs).count() == 1
@@ -132,7 +135,8 @@ def test_the_list_is_paged_25_at_a_time(free_holder: Holder) -> None:
     first, second = browser.get("/dashboard/templates/"), browser.get("/dashboard/templates/?page=2")
 
     assert "Page 1 of 2" in page_text(first)
-    assert "t24" in page_text(first) and "t25" not in page_text(first)
+    assert "t24" in page_text(first)
+    assert "t25" not in page_text(first)
     assert "t25" in page_text(second)
     assert "No templates on this page." in page_text(browser.get("/dashboard/templates/?page=3"))
     refused = browser.get("/dashboard/templates/?page=0")
@@ -331,7 +335,9 @@ def test_the_preview_form_lists_the_variables_and_starts_with_an_empty_object(fr
         (json.dumps({"name": {"first": "Ada"}}), "data is missing code for template welcome"),
     ],
 )
-def test_refused_sample_data_is_said_on_the_form_in_the_apis_words(free_holder: Holder, data: str, message: str) -> None:
+def test_refused_sample_data_is_said_on_the_form_in_the_apis_words(
+    free_holder: Holder, data: str, message: str
+) -> None:
     browser, account = free_holder
     template = welcome(account)
 
@@ -461,5 +467,7 @@ def test_deleting_asks_first_then_deletes_the_template_and_its_versions(free_hol
     entry = AuditEntry.objects.filter(account=account).first()
     assert entry is not None
     assert (entry.action, entry.actor, entry.target) == (AuditAction.TEMPLATE_DELETED, "holder", "welcome")
-    assert "Template welcome is deleted: sends naming it are refused." in page_text(browser.get("/dashboard/templates/"))
+    assert "Template welcome is deleted: sends naming it are refused." in page_text(
+        browser.get("/dashboard/templates/")
+    )
     assert browser.get(path(template)).status_code == 404
