@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from domains.models import SenderDomain
+from email_templates.models import TemplateVersion
+from email_templates.services import template_create
 from event_endpoints.models import EventEndpoint
 from notifications.models import Job
 from suppressions.models import Suppression
@@ -28,14 +30,20 @@ BODIES: dict[tuple[str, str], tuple[dict[str, Any], int]] = {
     ("/api/v1/suppressions", "post"): ({"email": "gone@example.com"}, 201),
     ("/api/v1/event-endpoints", "post"): ({"url": "https://hooks.example.com/events", "events": ["job.failed"]}, 201),
     ("/api/v1/user/domain/request", "post"): ({"domain": "example.com"}, 403),
+    ("/api/v1/templates", "post"): ({"alias": "receipt", "name": "Receipt", "subject": "Hi", "html": "<p>Hi</p>"}, 201),
+    ("/api/v1/templates/{template}", "put"): ({"subject": "Hello", "html": "<p>Hello</p>"}, 200),
+    ("/api/v1/templates/{template}/render", "post"): ({"data": {}}, 200),
 }
+# The template a path's {template} names, made before the request.
+EXISTING_TEMPLATE = "welcome"
 UNKNOWN = {"colour": "teal"}
 
 
-def stored(client: Client) -> list[str]:
-    """What the account has of what a body creates."""
+def stored(client: Client) -> dict[str, int]:
+    """How many the account has of each thing a body creates (a template's versions for a template)."""
     kinds = [Job, Suppression, EventEndpoint, SenderDomain]
-    return [kind.__name__ for kind in kinds if kind.objects.filter(account=client.account).exists()]
+    counts = {kind.__name__: kind.objects.filter(account=client.account).count() for kind in kinds}
+    return counts | {"TemplateVersion": TemplateVersion.objects.filter(template__account=client.account).count()}
 
 
 def test_the_table_holds_every_operation_that_takes_a_body(db: None) -> None:
@@ -53,11 +61,15 @@ def test_the_table_holds_every_operation_that_takes_a_body(db: None) -> None:
 @pytest.mark.parametrize(("path", "method"), list(BODIES))
 def test_an_unknown_field_is_refused_and_nothing_is_stored(free: Client, path: str, method: str) -> None:
     body, accepted = BODIES[path, method]
+    if "{template}" in path:
+        template_create(account=free.account, alias=EXISTING_TEMPLATE, name="Welcome", subject="Hi", html="<p>Hi</p>")
+        path = path.replace("{template}", EXISTING_TEMPLATE)
+    before = stored(free)
 
     refused = getattr(free.http, method)(path, {**body, **UNKNOWN}, format="json", HTTP_X_API_KEY=free.api_key)
 
     assert_error(refused, 400, "Unknown field: colour", "unknown_field")
-    assert stored(free) == []
+    assert stored(free) == before
     assert getattr(free.http, method)(path, body, format="json", HTTP_X_API_KEY=free.api_key).status_code == accepted
 
 
@@ -81,7 +93,9 @@ def test_the_first_unknown_field_in_the_bodys_order_is_named(free: Client, body:
 
 def test_a_test_key_meets_the_same_refusal(free: Client) -> None:
     test_key = with_test_key(free)
+    before = stored(free)
 
     assert_error(test_key.send_email(**UNKNOWN), 400, "Unknown field: colour", "unknown_field")
     assert_error(test_key.send_webhook(**UNKNOWN), 400, "Unknown field: colour", "unknown_field")
-    assert stored(free) == []
+    assert stored(free) == before
+    assert not any(before.values())
