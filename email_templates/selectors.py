@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from typing import Any
 from django.db.models import Max, Q, QuerySet
 
 from accounts.models import Account
+from core.api.fields import TEMPLATE_ID
 from core.errors import SendTemplateNotFound, SendTemplateVersionNotFound, TemplateNotFound, TemplateVersionNotFound
 from core.paging import page_rows
 from email_templates import engine
@@ -91,6 +91,6 @@ def _rendered(version: TemplateVersion, data: Mapping[str, Any]) -> engine.Rende
 def _templates_named(account: Account, template: str) -> QuerySet[Template]:
     """The account's template whose id or alias is ``template``, as a query."""
     named = Q(alias=template)
-    with contextlib.suppress(ValueError):
+    if TEMPLATE_ID.fullmatch(template):  # never an alias's shape, which the alias's field refuses
         named |= Q(id=uuid.UUID(template))
     return Template.objects.filter(named, account=account)

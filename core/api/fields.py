@@ -576,11 +576,14 @@ class PositiveIntegerField(StrictField):
 
 # A template's alias (docs/templates.md).
 TEMPLATE_ALIAS = re.compile(r"[a-z0-9_-]{1,64}")
+# What reads as a template's id where an id or an alias is taken (email_templates.selectors): 32 hexadecimal digits,
+# hyphens anywhere among them, as a UUID is written. An alias is never one, so no lookup can mean two templates.
+TEMPLATE_ID = re.compile(r"(-*[0-9a-fA-F]){32}-*")
 TEMPLATE_ALIAS_SCHEMA = {
     "type": "string",
     "minLength": 1,
     "maxLength": 64,
-    "pattern": whole_value(TEMPLATE_ALIAS.pattern),
+    "pattern": whole_value(f"(?!(?:{TEMPLATE_ID.pattern})$){TEMPLATE_ALIAS.pattern}"),
 }
 
 
@@ -591,6 +594,8 @@ class TemplateAliasField(StrictField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str) or not TEMPLATE_ALIAS.fullmatch(data):
             self.fail("invalid")
+        if TEMPLATE_ID.fullmatch(data):
+            self.reject("{name} must not be shaped like a template id")
         return data
 
 

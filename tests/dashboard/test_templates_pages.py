@@ -185,6 +185,7 @@ def test_an_empty_text_part_is_none_and_made_from_the_html(free_holder: Holder) 
     ("field", "value", "message"),
     [
         ("alias", "Welcome!", "alias must be 1 to 64 of a-z, 0-9, _ and -"),
+        ("alias", "0f8fad5b-d9cb-469f-a165-70867728950e", "alias must not be shaped like a template id"),
         ("name", "", "name must not be empty"),
         ("subject", "Two\nlines", "subject must be a single line"),
         ("html", " ", "html must not be empty"),

@@ -90,6 +90,39 @@ def test_a_body_breaking_a_rule_is_a_400(startup: Client, body: dict[str, Any], 
     assert response.json()["error"] == message
 
 
+@pytest.mark.parametrize(
+    "alias",
+    [
+        "0f8fad5b-d9cb-469f-a165-70867728950e",
+        "0f8fad5bd9cb469fa16570867728950e",
+        "-0f8fad5b-d9cb469f-a165-70867728950e--",
+    ],
+)
+def test_an_alias_shaped_like_a_template_id_is_a_400(startup: Client, alias: str) -> None:
+    response = create(startup, alias=alias)
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "alias must not be shaped like a template id"
+    assert response.json()["code"] == "validation_failed"
+    assert not Template.objects.exists()
+
+
+def test_an_alias_one_digit_short_of_an_id_is_an_alias(startup: Client) -> None:
+    alias = "0f8fad5b-d9cb-469f-a165-70867728950"
+
+    assert create(startup, alias=alias).status_code == 201
+    assert startup.get(f"/api/v1/templates/{alias}").json()["data"]["alias"] == alias
+
+
+def test_a_template_is_found_by_its_id_in_either_case_and_without_hyphens(startup: Client) -> None:
+    template_id = create(startup).json()["data"]["id"]
+
+    for spelling in (template_id, template_id.upper(), template_id.replace("-", "")):
+        response = startup.get(f"/api/v1/templates/{spelling}")
+        assert response.status_code == 200
+        assert response.json()["data"]["id"] == template_id
+
+
 def test_an_alias_taken_in_the_account_is_a_409_but_free_in_another(startup: Client, make_client: Any) -> None:
     create(startup)
 
