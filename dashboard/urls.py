@@ -73,6 +73,11 @@ urlpatterns = [
         name="template-preview",
     ),
     path(
+        "dashboard/templates/<uuid:template_id>/preview/<slug:token>/",
+        templates.TemplatePreviewFrameView.as_view(),
+        name="template-preview-frame",
+    ),
+    path(
         "dashboard/templates/<uuid:template_id>/delete/", templates.TemplateDeleteView.as_view(), name="template-delete"
     ),
     path("dashboard/audit/", audit.AuditView.as_view(), name="audit"),

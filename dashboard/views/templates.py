@@ -3,14 +3,17 @@ sample data in a sandboxed frame, sent as a test to the holder's own address, an
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 from uuid import UUID
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.core.cache import cache
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import redirect, render
 from django.views import View
 
+from accounts.models import Account
 from core.errors import DomainError, NotPermitted, TemplateAliasTaken, TemplateNotFound, TemplateVersionNotFound
 from dashboard.forms import PageForm, TemplateForm, TemplatePreviewForm
 from dashboard.views.base import HolderView
@@ -32,6 +35,23 @@ TEMPLATES_PER_PAGE = 25
 VERSIONS_PER_PAGE = 25
 # What the preview's sample data starts as: the holder fills in the variables the page lists.
 EMPTY_DATA = "{}"
+# How long a rendered preview waits for its frame to ask for it: the frame asks as the page loads.
+PREVIEW_KEPT_SECONDS = 600
+# The preview frame's own answer (docs/dashboard.md, "The templates pages"): the email's inline styles and remote
+# images apply, as in a recipient's email program; `sandbox` with no allow-* token gives the document an opaque
+# origin of its own and runs no script, form, popup or navigation of the top page
+# (https://developer.mozilla.org/en-US/docs/Web/HTTP/Headers/Content-Security-Policy/sandbox); only the
+# dashboard's own pages may frame it.
+PREVIEW_FRAME_HEADERS = {
+    "Content-Security-Policy": (
+        "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; frame-ancestors 'self'"
+    ),
+    "X-Frame-Options": "SAMEORIGIN",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "private, no-store",
+    "Referrer-Policy": "no-referrer",
+}
+PREVIEW_GONE = "This preview is no longer kept: press Preview again."
 
 
 class _TemplatePage(HolderView):
@@ -152,9 +172,31 @@ class TemplateVersionView(_TemplatePage, View):
         return render(request, "dashboard/template_version.html", context)
 
 
+def _preview_key(account: Account) -> str:
+    return f"dashboard:template-preview:{account.pk}"
+
+
+def _preview_keep(account: Account, template: Template, html: str) -> str:
+    """Keeps the rendered HTML for the page's frame to load, and answers the token naming it. One preview an
+    account: the newest replaces the one before, so what is kept stays small whatever a holder presses."""
+    token = secrets.token_urlsafe(16)
+    kept = {"token": token, "template": str(template.id), "html": html}
+    cache.set(_preview_key(account), kept, timeout=PREVIEW_KEPT_SECONDS)
+    return token
+
+
+def _preview_kept(account: Account, template: Template, token: str) -> str | None:
+    kept = cache.get(_preview_key(account))
+    if kept is None or kept["token"] != token or kept["template"] != str(template.id):
+        return None
+    return str(kept["html"])
+
+
 class TemplatePreviewView(_TemplatePage, View):
     """The current version rendered with sample data, as the API's render does; the same sent as a test email to
-    the holder's own address. Both are the POST's own answer: what they show exists nowhere to redirect to."""
+    the holder's own address. Both are the POST's own answer: what they show exists nowhere to redirect to. The
+    subject, the text and any refusal are on this page; the HTML is kept for the frame, which loads it from
+    TemplatePreviewFrameView under a policy of its own, this page's staying strict."""
 
     template_name = "dashboard/template_preview.html"
 
@@ -176,8 +218,9 @@ class TemplatePreviewView(_TemplatePage, View):
         except DomainError as error:  # data missing a variable, or the render failed (a limit, a filter)
             form.add_error("sample_data", error.message)
             return self._page(request, template, form, status=400)
+        frame_token = _preview_keep(self.account, template, rendered.html)
         if not sending:
-            return self._page(request, template, form, rendered=rendered)
+            return self._page(request, template, form, rendered=rendered, frame_token=frame_token)
         try:
             result = email_test_send(
                 account=self.account, subject=rendered.subject, html=rendered.html, text=rendered.text
@@ -185,10 +228,18 @@ class TemplatePreviewView(_TemplatePage, View):
         except DomainError as error:  # unconfirmed, or the account's email cannot go out (no key, no domain)
             form.add_error(None, error.message)
             status = 403 if isinstance(error, NotPermitted) else 400
-            return self._page(request, template, form, rendered=rendered, status=status)
+            return self._page(request, template, form, rendered=rendered, frame_token=frame_token, status=status)
         used = result.outcome.used_provider  # named on paid plans only, as in a delivery log
         provider = ProviderName(used).label if used else None
-        return self._page(request, template, form, rendered=rendered, test_result=result, test_provider=provider)
+        return self._page(
+            request,
+            template,
+            form,
+            rendered=rendered,
+            frame_token=frame_token,
+            test_result=result,
+            test_provider=provider,
+        )
 
     def _page(
         self, request: HttpRequest, template: Template, form: TemplatePreviewForm, status: int = 200, **extra: Any
@@ -201,6 +252,19 @@ class TemplatePreviewView(_TemplatePage, View):
             **extra,
         }
         return render(request, self.template_name, context, status=status)
+
+
+class TemplatePreviewFrameView(_TemplatePage, View):
+    """The preview's HTML, alone, for the preview page's frame: the holder's own template and the token their last
+    preview of it gave, else 404. GET only: it changes nothing."""
+
+    def get(self, request: HttpRequest, template_id: UUID, token: str) -> HttpResponse:
+        html = _preview_kept(self.account, self._template(template_id), token)
+        if html is None:
+            return HttpResponseNotFound(
+                PREVIEW_GONE, content_type="text/plain; charset=utf-8", headers=PREVIEW_FRAME_HEADERS
+            )
+        return HttpResponse(html, headers=PREVIEW_FRAME_HEADERS)
 
 
 class TemplateDeleteView(_TemplatePage, View):

@@ -1,5 +1,6 @@
 """The templates pages in a real browser, at a desktop's and a phone's width: create, edit, preview, versions; the
-template's script does not run in the preview's frame, and the page keeps its Content-Security-Policy."""
+preview's frame shows the email with its styles and images, under a policy of its own, and runs none of its script,
+while the page keeps its strict Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -15,19 +16,31 @@ from accounts.plans import Plan
 from accounts.services import account_create
 from email_templates.models import Template
 from tests.browser.pages import PHONE_WIDTH, expect_no_sideways_scrolling, expect_styled
-from tests.browser.test_content_security_policy import REFUSED, expect_strict
+from tests.browser.test_content_security_policy import REFUSED, expect_strict, policy
 
 pytestmark = pytest.mark.browser
 
 WIDTHS = [1280, PHONE_WIDTH]
 # The longest alias there is, which has nowhere to break.
 ALIAS = "a" * 64
-# Were it to run, the script would mark the page that frames it, and its own title.
+# A style the frame applies (css-inline writes it into the element's style attribute); an image as an email may
+# hold one, a 1x1 GIF; and a script that, were it to run, would mark the page that frames it, and its own title.
+COLOUR = "rgb(200, 0, 0)"
+GIF = "data:image/gif;base64,R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw=="
 HTML = (
+    f"<style>#greeting {{ color: {COLOUR} }}</style>"
     '<h1 id="greeting">Hello {{ name }}</h1>'
+    f'<img id="dot" alt="" src="{GIF}">'
     '<script>document.title = "ran"; parent.document.body.dataset.ran = "yes";</script>'
 )
-SANDBOX_REFUSED = "Blocked script execution in 'about:srcdoc' because the document's frame is sandboxed"
+SANDBOX_REFUSED = "because the document's frame is sandboxed and the 'allow-scripts' permission is not set"
+FRAME_POLICY = {
+    "sandbox": [],
+    "default-src": ["'none'"],
+    "style-src": ["'unsafe-inline'"],
+    "img-src": ["https:", "data:"],
+    "frame-ancestors": ["'self'"],
+}
 
 
 @pytest.fixture
@@ -69,14 +82,24 @@ def test_a_holder_creates_edits_previews_and_reads_the_versions(page: Page, hold
     expect_no_sideways_scrolling(page, width)
     page.get_by_role("link", name="Preview and test").click()
     page.get_by_label("Sample data (JSON)").fill('{"name": "Ada"}')
-    with page.expect_response(re.compile(r"/preview/$")) as answer:
+    with (
+        page.expect_response(re.compile(r"/preview/$")) as answer,
+        page.expect_response(re.compile(r"/preview/[A-Za-z0-9_-]+/$")) as frame_answer,
+    ):
         page.get_by_role("button", name="Preview", exact=True).click()
 
     expect_strict(answer.value)
+    assert policy(frame_answer.value) == FRAME_POLICY
     expect(page.locator(".rendered-subject")).to_have_text("Hello again, Ada")
-    frame = page.frame_locator("iframe.preview-frame")
-    expect(frame.locator("#greeting")).to_have_text("Hello Ada")
-    assert page.locator("iframe.preview-frame").get_attribute("sandbox") == ""
+    frame_element = page.locator("iframe.preview-frame")
+    assert frame_element.get_attribute("sandbox") == ""
+    frame = frame_element.element_handle().content_frame()
+    assert frame is not None
+    greeting = frame.locator("#greeting")
+    expect(greeting).to_have_text("Hello Ada")
+    expect(greeting).to_have_css("color", COLOUR)  # the template's <style>, as a recipient sees it
+    expect(frame.locator("#dot")).to_have_js_property("naturalWidth", 1)  # an image the frame's policy lets load
+    assert frame.evaluate("document.title") != "ran"
     assert page.evaluate("document.body.dataset.ran") is None
     assert page.title() != "ran"
     assert any(SANDBOX_REFUSED in text for text in console)

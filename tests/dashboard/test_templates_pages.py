@@ -21,6 +21,27 @@ from tests.dashboard.pages import page_html, page_text
 from tests.fakes.providers import FakeSendGrid
 
 Holder = tuple[Browser, Account]
+# The preview frame's answer: the email's styles and images apply, sandboxed, framed by the dashboard alone.
+FRAME_HEADERS = {
+    "Content-Security-Policy": (
+        "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; frame-ancestors 'self'"
+    ),
+    "X-Frame-Options": "SAMEORIGIN",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "private, no-store",
+    "Referrer-Policy": "no-referrer",
+}
+# Every dashboard page's (docs/dashboard.md, "Content-Security-Policy"), the preview page's too.
+STRICT_POLICY = {
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+}
 
 WELCOME = {
     "alias": "welcome",
@@ -54,6 +75,12 @@ def path(template: Template, page: str = "") -> str:
 def preview(browser: Browser, template: Template, data: Any = DATA, *, action: str = "preview") -> Any:
     text = data if isinstance(data, str) else json.dumps(data)
     return browser.post(path(template, "preview/"), {"sample_data": text, "action": action})
+
+
+def frame_url(response: Any) -> str:
+    """Where the preview page's frame loads the rendered HTML from."""
+    (url,) = re.findall(r'<iframe sandbox src="([^"]+)"', page_html(response))
+    return str(url)
 
 
 # --- who may open them ----------------------------------------------------------------------------------------------
@@ -293,7 +320,9 @@ def test_the_versions_are_listed_newest_first_and_each_is_readable(free_holder: 
 # --- preview ---------------------------------------------------------------------------------------------------------
 
 
-def test_the_preview_shows_the_html_in_an_empty_sandbox_with_the_subject_and_text(free_holder: Holder) -> None:
+def test_the_preview_frames_the_html_from_its_own_answer_with_the_subject_and_text_beside_it(
+    free_holder: Holder,
+) -> None:
     browser, account = free_holder
     template = welcome(account, html='<p title="t">{{ name }}</p><script>parent.alert(1)</script>')
 
@@ -302,15 +331,77 @@ def test_the_preview_shows_the_html_in_an_empty_sandbox_with_the_subject_and_tex
     html = page_html(response)
     assert response.status_code == 200
     (frame,) = re.findall(r"<iframe [^>]*>", html)
-    # An empty sandbox: no scripts, no origin of its own; srcdoc one escaped attribute, closed where it should be.
-    assert frame.startswith('<iframe sandbox srcdoc="&lt;p title=&quot;t&quot;&gt;&amp;#34;&amp;gt;&amp;lt;script')
-    assert "&lt;script&gt;parent.alert(1)&lt;/script&gt;" in frame
-    assert frame.endswith('&lt;/script&gt;" title="The email\'s HTML part, rendered" class="preview-frame">')
+    url = frame_url(response)
+    assert re.fullmatch(rf"/dashboard/templates/{template.id}/preview/[A-Za-z0-9_-]{{22}}/", url)
+    # An empty sandbox attribute, as the frame's own policy says again: no script, an opaque origin of its own.
+    assert frame == f'<iframe sandbox src="{url}" title="The email\'s HTML part, rendered" class="preview-frame">'
     assert html.count("<script") == 1  # notifyhub.js; nothing of the template's
     text = page_text(response)
     assert 'Subject Welcome, "><script>x</script>' in text
     assert 'Hello "><script>x</script>, your code is 1234.' in text
+    email = browser.get(url)
+    assert email.status_code == 200
+    assert email["Content-Type"] == "text/html; charset=utf-8"
+    assert email.content.decode() == (
+        '<p title="t">&#34;&gt;&lt;script&gt;x&lt;/script&gt;</p><script>parent.alert(1)</script>'
+    )
     assert mail.outbox == []
+
+
+def test_the_frame_answers_under_a_policy_of_its_own_and_the_page_keeps_its_strict_one(
+    free_holder: Holder,
+) -> None:
+    browser, account = free_holder
+    template = welcome(account, html="<style>h1 { color: rgb(200, 0, 0) }</style><h1>Hello {{ name }}</h1>")
+    response = preview(browser, template)
+
+    email = browser.get(frame_url(response))
+
+    assert "<h1 style=" in email.content.decode()  # css-inline's attribute, which this policy lets apply
+    assert {name: email.get(name) for name in FRAME_HEADERS} == FRAME_HEADERS
+    assert set(response["Content-Security-Policy"].split("; ")) == STRICT_POLICY
+    assert response["X-Frame-Options"] == "DENY"
+
+
+def test_only_the_latest_preview_of_the_holders_own_template_is_framed(free_holder: Holder, startup: Client) -> None:
+    browser, account = free_holder
+    template, other = welcome(account), welcome(account, alias="other")
+    theirs_browser, _ = signed_in(startup)
+    theirs = welcome(startup.account)
+    first = frame_url(preview(browser, template))
+    latest = frame_url(preview(browser, template))
+    their_frame = frame_url(preview(theirs_browser, theirs))
+
+    assert browser.get(latest).status_code == 200
+    for gone in (first, latest.replace(str(template.id), str(other.id)), path(template, "preview/unknown/")):
+        answer = browser.get(gone)
+        assert answer.status_code == 404
+        assert answer.content.decode() == "This preview is no longer kept: press Preview again."
+        assert answer["Content-Security-Policy"] == FRAME_HEADERS["Content-Security-Policy"]
+    # Another account's template is the 404 page, whatever token, as on every template route.
+    assert browser.get(their_frame).status_code == 404
+    assert "This preview is no longer kept" not in page_text(browser.get(their_frame))
+    assert theirs_browser.get(their_frame).status_code == 200
+
+
+def test_the_frame_needs_a_signed_in_holder_and_answers_get_only(free_holder: Holder) -> None:
+    browser, account = free_holder
+    url = frame_url(preview(browser, welcome(account)))
+
+    assert browser.post(url).status_code == 405
+    response = Browser().get(url)
+    assert response.status_code == 302
+    assert response["Location"] == f"/login/?next={url}"
+
+
+def test_a_preview_needs_the_csrf_token(free: Client) -> None:
+    browser = Browser(enforce_csrf_checks=True)
+    browser.force_login(free.account.user)
+
+    response = preview(browser, welcome(free.account))
+
+    assert response.status_code == 403
+    assert "<iframe" not in page_html(response)
 
 
 def test_the_preview_form_lists_the_variables_and_starts_with_an_empty_object(free_holder: Holder) -> None:
