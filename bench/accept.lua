@@ -1,7 +1,8 @@
--- wrk script for `bench/run.py accept` (and `batches`): POSTs webhook sends (or plain email sends), rotating API
--- keys and unique idempotency keys; or, given an item count, batches of that many sends a request ({"items": [...]}).
+-- wrk script for `bench/run.py accept` (and `batches`, `templates`): POSTs webhook sends (or plain email sends, or
+-- sends whose fields a file holds), rotating API keys and unique idempotency keys; or, given an item count, batches
+-- of that many sends a request ({"items": [...]}).
 -- Arguments after "--": <keys file> <tag> <wrk thread count> <index of the first key to use> [<items a request>]
--- [<send: webhook or email>].
+-- [<send: webhook or email>] [<fields file: one send's JSON object but its idempotency key, in place of send's>].
 -- Prints one "BENCH_RESULT k=v ..." line that bench/run.py parses.
 
 local threads = {}
@@ -26,6 +27,13 @@ function init(args)
   -- 0 (or absent): one send's body a request; n: a batch of n sends.
   items = tonumber(args[5] or "0")
   email = args[6] == "email"
+  fields = nil
+  if args[7] then
+    local file = assert(io.open(args[7], "r"))
+    -- The object without its closing brace: each send appends its idempotency key and closes it.
+    fields = string.gsub(file:read("*a"), "%s*}%s*$", "")
+    file:close()
+  end
   sent = 0
   unexpected = 0
   jobs = 0
@@ -33,6 +41,9 @@ end
 
 -- One send (bench/accept.py's Load.one_send); its idempotency key ends with `suffix`, unique to the run.
 local function send_body(suffix)
+  if fields then
+    return string.format('%s,"idempotencyKey":"%s-%d-%s"}', fields, tag, thread_id, suffix)
+  end
   if email then
     return string.format(
       '{"to":"reader@bench.example","subject":"Bench","body":"ping %d","idempotencyKey":"%s-%d-%s"}',

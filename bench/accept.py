@@ -64,13 +64,15 @@ ACCEPT_COLUMNS = (
 @dataclass(frozen=True)
 class Load:
     """What wrk sends (accept.lua): one send's body a request (a webhook's, or with ``send`` "email" a plain
-    email's), or with ``items`` a batch of that many sends, to ``path``, with the API keys in ``keys_file`` (written
-    by ``seed_keys``)."""
+    email's, or with ``fields_file`` the JSON object in that file), or with ``items`` a batch of that many sends, to
+    ``path``, with the API keys in ``keys_file`` (written by ``seed_keys``)."""
 
     path: str = ACCEPT_PATH
     items: int = 0
     keys_file: Path = KEYS_FILE
     send: str = "webhook"
+    # One send's fields but its idempotency key, a JSON object on one line, in place of ``send``'s.
+    fields_file: Path | None = None
 
     @property
     def sends(self) -> int:
@@ -83,6 +85,8 @@ class Load:
         return {"items": sends} if self.items else sends[0]
 
     def one_send(self, idempotency_key: str) -> dict[str, Any]:
+        if self.fields_file is not None:
+            return {**json.loads(self.fields_file.read_text()), "idempotencyKey": idempotency_key}
         if self.send == "email":
             return {"to": "reader@bench.example", "subject": "Bench", "body": "ping", "idempotencyKey": idempotency_key}
         return {"url": "https://hooks.example.com/in", "payload": {}, "idempotencyKey": idempotency_key}
@@ -122,6 +126,7 @@ def run_wrk(
     command = ["wrk", "-t", str(args.wrk_threads), "-c", str(args.connections), "-d", f"{seconds}s", "--timeout", "5s"]
     command += ["-s", str(Path(__file__).with_name("accept.lua")), f"http://127.0.0.1:{args.port}{load.path}"]
     command += ["--", str(load.keys_file), tag, str(args.wrk_threads), str(first_key), str(load.items), load.send]
+    command += [str(load.fields_file)] if load.fields_file else []
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=seconds + 60)
     except subprocess.TimeoutExpired as error:
@@ -284,20 +289,28 @@ def seed_load(args: argparse.Namespace) -> tuple[int, Load]:
     """The keys for ``--send``'s load (``seed_keys``: the keys a round takes) and the load."""
     if args.send == "webhook":
         return seed_keys(args, args.rounds), SINGLE
+    return seed_email_keys(args, args.rounds), EMAIL
+
+
+def seed_email_keys(
+    args: argparse.Namespace, rounds: int, *, keys_file: Path = KEYS_FILE, prefix: str = "accept"
+) -> int:
+    """``seed_keys`` for email sends: Free accounts, whose email goes out through the platform's sender with no
+    provider key or sending domain (docs/rules.md, "Senders"). Each has the Startup plan's rate and quota as its own,
+    in place of Free's 5 a minute and 100 a month, so the keys are planned as the webhook load's and none is limited;
+    Free counts every email."""
     from accounts.plans import Plan, limits_for
 
-    # Free accounts: their email goes out through the platform's sender, with no provider key or sending domain
-    # (docs/rules.md, "Senders"). Each has the Startup plan's rate and quota as its own, in place of Free's 5 a minute
-    # and 100 a month, so the keys are planned as the webhook load's and none is limited; Free counts every email.
     startup = limits_for(Plan.STARTUP)
-    keys_per_round = seed_keys(
+    return seed_keys(
         args,
-        args.rounds,
+        rounds,
+        keys_file=keys_file,
+        prefix=prefix,
         plan=Plan.FREE,
         monthly_limit=startup.monthly_quota,
         rate_limit=startup.requests_per_minute,
     )
-    return keys_per_round, EMAIL
 
 
 def run(args: argparse.Namespace) -> None:

@@ -12,7 +12,8 @@
   scheduled  scheduled sends: a burst due at one second, to arrival; the dispatcher's tick with a day of them waiting
   batches   POST /api/v1/notifications/webhook/batch against single sends under gunicorn: jobs accepted a second
   attachments  emails with a 10 MiB attachment: accept time, web and worker memory, webhooks beside, reads
-  all       the twelve in turn (the default)
+  templates  an email send with a stored template against a plain one under gunicorn; the render alone in one process
+  all       the thirteen in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -39,6 +40,7 @@ from bench import (
     scale,
     scheduled,
     suppressions,
+    templates,
 )
 from bench.common import bench_main, option
 
@@ -58,6 +60,7 @@ BENCHES = {
     "scheduled": scheduled,
     "batches": batches,
     "attachments": attachments,
+    "templates": templates,
 }
 DATABASE = "notifyhub_bench"
 
@@ -78,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
         common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common_options()], help="the twelve in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the thirteen in turn (the default)")
     return parser
 
 
