@@ -13,14 +13,15 @@ read the report.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import Any
+from typing import Any, TypeVar
 
 from bench import accept
 from bench.accept import ACCEPT_COLUMNS, EMAIL_PATH, AcceptRun, Load
@@ -54,6 +55,7 @@ RECIPIENT = "reader@bench.example"
 ROWS = 20  # the template's loop: one row an item
 WARMUP_RENDERS = 50
 RENDER_COLUMNS = "in one process<52|count>7|p50 ms>9.3f|p99 ms>9.3f|max ms>9.3f"
+T = TypeVar("T")
 
 # A receipt as a shop would write it: 20 names of `data` (19 values and the `items` list), a loop over the items, a
 # `<style>` block with one `@media` rule (kept in a `<style>` once the rest is inlined), and the static text around.
@@ -291,12 +293,12 @@ class Timings:
         return self.label, len(milliseconds), *(percentile(milliseconds, share) for share in (0.50, 0.99, 1.0))
 
 
-def timed_each(label: str, calls: list[Callable[[], object]]) -> Timings:
-    """Each call's wall time, one after another."""
+def timed_each(label: str, call: Callable[[T], object], inputs: Sequence[T]) -> Timings:
+    """The wall time of ``call`` on each of ``inputs``, one after another."""
     seconds = []
-    for call in calls:
+    for given in inputs:
         started = time.perf_counter()
-        call()
+        call(given)
         seconds.append(time.perf_counter() - started)
     return Timings(label, seconds)
 
@@ -315,20 +317,15 @@ def render_timings(args: argparse.Namespace) -> list[Timings]:
         engine.render(template, data, alias=ALIAS)
     wait_for_quiet(args.quiet_wait)
     whole = timed_each(
-        "render: subject and html, styles inlined",
-        [lambda data=data: engine.render(template, data, alias=ALIAS) for data in datas],
+        "render: subject and html, styles inlined", functools.partial(engine.render, template, alias=ALIAS), datas
     )
-    liquid = timed_each("  of which Liquid, html", [lambda data=data: template.html.render(**data) for data in datas])
+    liquid = timed_each("  of which Liquid, html", lambda data: template.html.render(**data), datas)
     htmls = [template.html.render(**data) for data in datas]
-    inline = timed_each(
-        "  of which css-inline, html", [lambda html=html: engine.STYLE_INLINER.inline(html) for html in htmls]
-    )
+    inline = timed_each("  of which css-inline, html", engine.STYLE_INLINER.inline, htmls)
     sources = [
         engine.Parts(subject=SUBJECT, html=f"{HTML}<!-- {number} -->", text=None) for number in range(args.parses)
     ]
-    parse = timed_each(
-        "parse, uncached (subject and html)", [lambda parts=parts: engine.compiled(parts) for parts in sources]
-    )
+    parse = timed_each("parse, uncached (subject and html)", engine.compiled, sources)
     return [whole, liquid, inline, parse]
 
 
