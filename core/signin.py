@@ -4,8 +4,8 @@ Every sign-in form (the admin's and the dashboard's) asks :func:`sign_in_refusal
 Django's ``user_login_failed`` signal counts each wrong one, so holders who type their password right are never
 slowed. Wrong passwords are counted per (network, username), per network and per username; the last only slows the
 networks that have already guessed wrong for that username (docs/dashboard.md, "Limits"). Sign-up and password
-reset count every attempt. The counts live in the cache, shared by every web process when it is Redis
-(django-ratelimit's fixed windows).
+reset count every attempt; the unsubscribe page counts the links NotifyHub did not sign. The counts live in the
+cache, shared by every web process when it is Redis (django-ratelimit's fixed windows).
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ NETWORK_RATE = "50/h"
 UNDER_ATTACK_RATE = "10/15m"
 # Sign-up and password reset each send an email: an hour's few are plenty for a person.
 EMAILING_RATE = "5/h"
+# Links NotifyHub did not sign (an unsubscribe link altered or made up), from one network: a person copying a link
+# badly makes one or two; past it the network is guessing, and waits out the window for every link, good ones too.
+BAD_LINK_RATE = "20/h"
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,20 @@ def attempt_refusal(request: HttpRequest, action: str, email: str) -> HttpRespon
     wait = max((count.seconds_left for count in counts if count.count > count.limit), default=0)
     reason = "There have been too many requests for this address or from your network."
     return _refusal(request, wait, action, email, title="Too many attempts", reason=reason)
+
+
+def bad_link_refusal(request: HttpRequest, page: str) -> HttpResponse | None:
+    """The 429 page when this network has opened too many links of ``page`` that NotifyHub did not sign, else
+    None; asked before the link is read, as a sign-in is before its password."""
+    count = _count(request, f"{page}-bad-link", client_network(request), rate=BAD_LINK_RATE, increment=False)
+    wait = count.seconds_left if count.reached else 0
+    reason = "There have been too many invalid links from your network."
+    return _refusal(request, wait, page, "", title="Too many attempts", reason=reason)
+
+
+def bad_link_count(request: HttpRequest, page: str) -> None:
+    """Counts one link of ``page`` that NotifyHub did not sign, opened from this network."""
+    _count(request, f"{page}-bad-link", client_network(request), rate=BAD_LINK_RATE, increment=True)
 
 
 def _refusal(

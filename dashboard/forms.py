@@ -19,6 +19,7 @@ from core.api.fields import (
     EMAIL_MAX_LENGTH,
     TAG,
     TAG_RULE,
+    TOPIC,
     DomainNameField,
     EmailAddressField,
     HttpsUrlField,
@@ -36,7 +37,7 @@ from notifications.delivery.http import is_refused_target
 from notifications.models import JobStatus, JobType
 from notifications.selectors import JobFilters
 from providers.names import ProviderName
-from suppressions.models import SuppressionReason
+from suppressions.models import TOPIC_MAX_LENGTH, SuppressionReason
 
 
 class SignUpForm(forms.Form):
@@ -316,8 +317,26 @@ class PageForm(forms.Form):
     page = forms.IntegerField(min_value=1, max_value=LAST_PAGE_NUMBER, required=False, widget=forms.HiddenInput)
 
 
+TOPIC_INVALID = "Enter a topic of 1 to 64 lower-case letters, digits, _ and -, as your sends name it."
+
+
+def topic_field(*, label: str, help_text: str = "", placeholder: str = "") -> forms.RegexField:
+    """A topic as the API takes it (core.api.fields.TOPIC), whole."""
+    return forms.RegexField(
+        label=label,
+        regex=rf"\A(?:{TOPIC.pattern})\Z",
+        required=False,
+        max_length=TOPIC_MAX_LENGTH,
+        error_messages={"invalid": TOPIC_INVALID},
+        help_text=help_text,
+        widget=forms.TextInput(
+            attrs={"placeholder": placeholder, "autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}
+        ),
+    )
+
+
 class SuppressionFilterForm(PageForm):
-    """The suppressions page's query string: a part of the address, a reason, pages from 1."""
+    """The suppressions page's query string: a part of the address, a reason, a topic, pages from 1."""
 
     q = forms.CharField(
         label="Address contains",
@@ -326,6 +345,7 @@ class SuppressionFilterForm(PageForm):
         widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}),
     )
     reason = forms.ChoiceField(label="Reason", choices=[("", "All reasons"), *SUPPRESSION_REASONS], required=False)
+    topic = topic_field(label="Topic")
 
 
 # The API's own rule for an address, so the page and POST /api/v1/suppressions accept the same addresses.
@@ -341,6 +361,11 @@ class SuppressionAddForm(forms.Form):
             attrs={"placeholder": "ada@example.com", "autocomplete": "off", "autocapitalize": "none"}
         ),
         help_text="From now on, every email to it fails at once. Letter case does not matter.",
+    )
+    topic = topic_field(
+        label="Topic (optional)",
+        placeholder="weekly-digest",
+        help_text="Only the emails sent with this topic; empty for every email.",
     )
 
     def clean_email(self) -> str:

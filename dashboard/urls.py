@@ -14,6 +14,7 @@ from dashboard.views import (
     providers,
     suppressions,
     templates,
+    unsubscribe,
     webhooks,
 )
 from dashboard.views.auth import PasswordResetView, SignInView, SignUpView
@@ -25,6 +26,9 @@ urlpatterns = [
     path("signup/confirm/<str:uidb64>/<str:token>/", auth.ConfirmEmailView.as_view(), name="confirm-email"),
     path("signup/confirm/resend/", auth.resend_confirmation, name="resend-confirmation"),
     path("login/", SignInView.as_view(), name="login"),
+    # An email's one-click unsubscribe (docs/suppressions.md): the recipient's, open to whoever holds the link.
+    path("unsubscribe/<str:token>/", unsubscribe.UnsubscribeView.as_view(), name="unsubscribe"),
+    path("unsubscribe/<str:token>/resubscribe/", unsubscribe.ResubscribeView.as_view(), name="resubscribe"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password-reset/", PasswordResetView.as_view(), name="password_reset"),
     path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),

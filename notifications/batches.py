@@ -75,15 +75,17 @@ def _duplicates_refused(account: Account, slots: Sequence[Slot], *, test: bool) 
 
 
 def _arrival_failures(account: Account, jobs: Sequence[Job]) -> dict[UUID, store.ArrivalFailure]:
-    """The emails among ``jobs`` to addresses on the account's suppression list, by job id, failed on arrival; the
-    others' listed cc and bcc noted skipped (recipients_suppressed). One read for every item's recipients."""
+    """The emails among ``jobs`` to addresses on the account's suppression list for their topics, by job id, failed on
+    arrival; the others' listed cc and bcc noted skipped (recipients_suppressed). One read for every item's
+    recipients and topics."""
     emails = [job for job in jobs if job.type == JobType.EMAIL]
     recipients = [address for job in emails for address in email_recipients(job.payload)]
-    reasons = suppression_reasons(account_id=account.pk, emails=recipients)
+    topics = {job.topic for job in emails if job.topic}
+    listed = suppression_reasons(account_id=account.pk, emails=recipients, topics=topics)
     return {
         job.id: store.ArrivalFailure.of(job, error=suppressed_message(reason))
         for job in emails
-        if (reason := recipients_suppressed(job, reasons))
+        if (reason := recipients_suppressed(job, listed))
     }
 
 

@@ -60,6 +60,9 @@ class Job(models.Model):
     # neither), copied from its payload when it is stored: the events' paths read these few bytes, never the
     # payload, which may be half a megabyte (docs/event-endpoints.md, "Events").
     labels = JSONTextField(null=True, blank=True)
+    # An email's topic (its payload's ``topic``), copied beside it for the claim's suppression check, which reads the
+    # entries for every email and for this topic without reading the payload (docs/suppressions.md, "Topics").
+    topic = models.CharField(max_length=64, null=True, blank=True)
     # Accepted with a test key (docs/rules.md, "Test mode"): its attempts send nothing, and only test keys see it.
     test = models.BooleanField(default=False, db_default=False)
     # Whether the job took its unit of the account's quota when it was stored (docs/rules.md, "Quota"): false for a

@@ -26,6 +26,7 @@ from core.api.fields import (
     TagsField,
     TemplateDataField,
     TextField,
+    TopicField,
     ZonedDateTimeField,
     email_headers_field,
     metadata_field,
@@ -120,6 +121,15 @@ RICH_EMAIL_TEXT = (
 )
 
 
+TOPIC_TEXT = (
+    "`topic` (1 to 64 of `a-z`, `0-9`, `_` and `-`) marks the email as one its recipient may stop getting: it goes "
+    "out with `List-Unsubscribe` and `List-Unsubscribe-Post` (RFC 8058 one-click unsubscribe) pointing at "
+    "NotifyHub's own unsubscribe page for that recipient and topic, and it is not sent to an address suppressed for "
+    "the topic or for every email. An email without a topic (a transactional one) carries neither header, and only "
+    "an address suppressed for every email stops it."
+)
+
+
 def recipient_list_field() -> EmailListField:
     # `to` is always one of the message's recipients.
     return EmailListField(max_items=MAX_RECIPIENTS - 1, too_many=TOO_MANY_RECIPIENTS, required=False)
@@ -194,6 +204,7 @@ class EmailRequestSerializer(BodySerializer):
     template = TextField(max_length=TEMPLATE_NAME_MAX_LENGTH, single_line=True, required=False)
     templateVersion = PositiveIntegerField(required=False)
     data = TemplateDataField(required=False)  # type: ignore[assignment]  # the body's field, not Serializer.data
+    topic = TopicField(required=False)
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # Declared here because "from" is a Python keyword; placed after "body" so

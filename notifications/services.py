@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -55,7 +55,7 @@ from notifications.secret_headers import split_secret_headers
 from notifications.selectors import FINISHED, failed_jobs, finished_jobs, parse_job_id
 from providers.base import EmailAttachment, OutgoingEmail, build_message
 from providers.failover import send_with_failover
-from suppressions.selectors import normalized_address, suppression_reason, suppression_reasons
+from suppressions.selectors import ListedAddresses, suppression_reason, suppression_reasons
 from suppressions.services import suppressed_message
 
 REQUEUED_MESSAGE = "Job has been re-queued for processing"
@@ -131,13 +131,14 @@ def email_job_new(
     template: str | None = None,
     template_version: int | None = None,
     data: dict[str, Any] | None = None,
+    topic: str | None = None,
 ) -> Job:
     """An email job that the account's plan and setup allow, not stored yet; raises the DomainError of the rule
     it breaks (notifications/routing.py). ``test``: sent with a test key (docs/rules.md, "Test mode"). The rich
-    email's fields are stored as sent, each under the API's name and only when sent (docs/rules.md, "Rich email").
-    With a ``template`` (in place of ``subject`` and ``body``), the message is the template rendered now, at
-    ``template_version`` or its newest, with ``data``: the job keeps the rendered parts, which every attempt sends,
-    beside what named them (docs/templates.md, "Sending with a template")."""
+    email's fields and its ``topic`` are stored as sent, each under the API's name and only when sent (docs/rules.md,
+    "Rich email"). With a ``template`` (in place of ``subject`` and ``body``), the message is the template rendered
+    now, at ``template_version`` or its newest, with ``data``: the job keeps the rendered parts, which every attempt
+    sends, beside what named them (docs/templates.md, "Sending with a template")."""
     email_routing_check(account=account, sender=sender, priority=priority, provider=provider, fallback=fallback)
     rendered_from: dict[str, Any] = {}
     if template is not None:
@@ -156,6 +157,7 @@ def email_job_new(
         "headers": headers,
         "tags": tags,
         "metadata": metadata,
+        "topic": topic,
     }
     payload.update((name, value) for name, value in rich.items() if value is not None)
     if attachments:
@@ -174,6 +176,7 @@ def email_job_new(
     )
     if attachments:
         job.new_attachments = attachment_rows(job, attachments)
+    job.topic = topic
     return job
 
 
@@ -215,14 +218,16 @@ def job_store(job: Job) -> Job:
 
 
 def _suppressions_applied(job: Job) -> str | None:
-    """Why the email job's `to` is on its account's suppression list, else None, its listed cc and bcc noted
-    (recipients_suppressed): one query for all its recipients."""
+    """Why the email job's `to` is on its account's suppression list for its topic, else None, its listed cc and bcc
+    noted (recipients_suppressed): one query for all its recipients."""
     payload = job.payload
     if "cc" not in payload and "bcc" not in payload:
         # A plain email's one lookup in the unique index (docs/departures.md, "raw-sql-suppression-check").
-        return suppression_reason(account_id=job.account.pk, email=payload["to"])
-    reasons = suppression_reasons(account_id=job.account.pk, emails=email_recipients(payload))
-    return recipients_suppressed(job, reasons)
+        return suppression_reason(account_id=job.account.pk, email=payload["to"], topic=job.topic)
+    listed = suppression_reasons(
+        account_id=job.account.pk, emails=email_recipients(payload), topics=[job.topic] if job.topic else []
+    )
+    return recipients_suppressed(job, listed)
 
 
 def email_recipients(payload: dict[str, Any]) -> list[str]:
@@ -230,17 +235,17 @@ def email_recipients(payload: dict[str, Any]) -> list[str]:
     return [payload["to"], *payload.get("cc", ()), *payload.get("bcc", ())]
 
 
-def recipients_suppressed(job: Job, reasons: Mapping[str, str]) -> str | None:
-    """The suppression list, as ``reasons`` (by normalized address) holds it for the new email job's recipients,
-    applied to the job (docs/suppressions.md): the reason its `to` is listed, which fails it on arrival; else None,
-    and its listed cc and bcc noted under the payload's `skippedRecipients`, which its delivery leaves out."""
+def recipients_suppressed(job: Job, listed: ListedAddresses) -> str | None:
+    """The suppression list, as ``listed`` holds it for the new email job's recipients, applied to the job for its
+    topic (docs/suppressions.md): the reason its `to` is listed, which fails it on arrival; else None, and its listed
+    cc and bcc noted under the payload's `skippedRecipients`, which its delivery leaves out."""
     payload = job.payload
-    if reason := reasons.get(normalized_address(payload["to"])):
+    if reason := listed.reason(payload["to"], topic=job.topic):
         return reason
     skipped = [
         {"email": address, "reason": reason}
         for address in email_recipients(payload)[1:]
-        if (reason := reasons.get(normalized_address(address)))
+        if (reason := listed.reason(address, topic=job.topic))
     ]
     if skipped:
         payload[SKIPPED_RECIPIENTS] = skipped

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -24,29 +25,56 @@ def may_be_listed(email: str) -> bool:
 
 
 # Every email's send asks it, and through the ORM building the statement cost more than running it
-# (docs/departures.md).
+# (docs/departures.md). Of an address's entries it reads those for every email and for the send's topic, in the
+# unique index that (account, address) leads; the one for every email answers first.
 # Off the framework's road: docs/departures.md, "raw-sql-suppression-check".
 SUPPRESSION_REASON_SQL = f"""
     SELECT {sql.column(Suppression, "reason")} FROM {sql.table(Suppression)}
     WHERE {sql.column(Suppression, "account")} = %s AND {sql.column(Suppression, "email")} = %s
+      AND ({sql.column(Suppression, "topic")} IS NULL OR {sql.column(Suppression, "topic")} = %s)
+    ORDER BY {sql.column(Suppression, "topic")} IS NULL DESC LIMIT 1
 """
 
 
-def suppression_reason(*, account_id: int, email: str) -> str | None:
-    """Why the account does not email ``email``, or None when it may: one lookup in the unique index."""
+def suppression_reason(*, account_id: int, email: str, topic: str | None = None) -> str | None:
+    """Why the account does not email ``email`` on ``topic`` (None: a transactional email, which only an entry for
+    every email stops), or None when it may: one lookup in the unique index."""
     with connection.cursor() as cursor:
-        cursor.execute(SUPPRESSION_REASON_SQL, [account_id, normalized_address(email)])
+        cursor.execute(SUPPRESSION_REASON_SQL, [account_id, normalized_address(email), topic])
         row = cursor.fetchone()
     return None if row is None else str(row[0])
 
 
-def suppression_reasons(*, account_id: int, emails: Collection[str]) -> dict[str, str]:
-    """Why the account does not email each of ``emails`` it does not, by normalized address: one query for a
-    batch's addresses."""
+@dataclass(frozen=True)
+class ListedAddresses:
+    """Some addresses' entries on an account's list, as one read found them: {address: {topic or None: reason}}."""
+
+    entries: dict[str, dict[str | None, str]]
+
+    def reason(self, email: str, *, topic: str | None) -> str | None:
+        """Why an email on ``topic`` does not go to ``email``: its entry for every email, else the topic's."""
+        entries = self.entries.get(normalized_address(email), {})
+        return entries.get(None) or (entries.get(topic) if topic is not None else None)
+
+
+def suppression_reasons(*, account_id: int, emails: Collection[str], topics: Collection[str] = ()) -> ListedAddresses:
+    """The entries for every email and for each of ``topics`` of each of ``emails`` the account does not email: one
+    query for a batch's addresses."""
     if not emails:
-        return {}
+        return ListedAddresses({})
     listed = Suppression.objects.filter(account_id=account_id, email__in={normalized_address(e) for e in emails})
-    return dict(listed.values_list("email", "reason"))
+    listed = listed.filter(Q(topic__isnull=True) | Q(topic__in=set(topics)))
+    entries: dict[str, dict[str | None, str]] = {}
+    for email, topic, reason in listed.values_list("email", "topic", "reason"):
+        entries.setdefault(email, {})[topic] = reason
+    return ListedAddresses(entries)
+
+
+def suppression_entry(*, account_id: int, email: str, topic: str | None) -> Suppression | None:
+    """The address's entry for ``topic`` (None: for every email) on the account's list, or None."""
+    if not may_be_listed(email):
+        return None
+    return Suppression.objects.filter(account_id=account_id, email=normalized_address(email), topic=topic).first()
 
 
 def suppression_list(
@@ -57,12 +85,16 @@ def suppression_list(
     email: str | None = None,
     containing: str | None = None,
     reason: str | None = None,
+    topic: str | None = None,
 ) -> tuple[list[Suppression], int]:
     """One page of the account's suppressions, newest first, and their total.
 
-    ``email`` finds one address; ``containing``, every address with that text in it (the dashboard's search).
+    ``email`` finds one address; ``containing``, every address with that text in it (the dashboard's search);
+    ``topic``, the entries for that topic.
     """
     suppressions = _suppressions_of(account, email=email, containing=containing, reason=reason)
+    if topic is not None:
+        suppressions = suppressions.filter(topic=topic)
     return page_rows(suppressions, page=page, limit=limit)
 
 

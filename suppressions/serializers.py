@@ -19,6 +19,8 @@ class SuppressionSerializer(serializers.Serializer):
     # The provider whose event added the address, and the job that event was about; null when added by hand.
     provider = serializers.ChoiceField(choices=ProviderName.values, allow_null=True)
     jobId = serializers.UUIDField(source="job_id", allow_null=True)
+    # The topic whose emails the address is off; null for every email.
+    topic = serializers.CharField(allow_null=True)
     createdAt = IsoDateTimeField(source="created_at")
 
 

@@ -9,10 +9,10 @@ from rest_framework.response import Response
 
 from accounts.access import CHANGES, LIVE_ONLY, READS, ApiKeyView
 from accounts.authentication import request_account
-from core.api.fields import EMAIL_SCHEMA, EmailAddressField, OneOfField
+from core.api.fields import EMAIL_SCHEMA, TOPIC_SCHEMA, EmailAddressField, OneOfField, TopicField
 from core.api.pages import Page, PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
-from core.api.serializers import BodySerializer
+from core.api.serializers import BodySerializer, RequestSerializer
 from core.errors import AddressSuppressed, SuppressionNotFound
 from suppressions.models import SuppressionReason
 from suppressions.selectors import normalized_address, suppression_list
@@ -25,6 +25,11 @@ REMOVED_MESSAGE = "Address removed from the suppression list"
 class SuppressionListQuery(PageQuery):
     email = EmailAddressField(required=False)
     reason = OneOfField(choices=SuppressionReason.values, required=False)
+    topic = TopicField(required=False)
+
+
+class SuppressionQuery(RequestSerializer):
+    topic = TopicField(required=False)
 
 
 class SuppressionsView(ApiKeyView):
@@ -34,18 +39,21 @@ class SuppressionsView(ApiKeyView):
     @extend_schema_serializer(component_name="SuppressionRequest")
     class InputSerializer(BodySerializer):
         email = EmailAddressField()
+        topic = TopicField(required=False)
 
     @extend_schema(
         summary="List suppressed addresses, newest first",
         description=(
             "A page of the account's suppression list, newest first: the addresses no email of the account goes to, "
-            "each with why (`HARD_BOUNCE`, `SPAM_REPORT`, `UNSUBSCRIBED` from a provider's event, or `MANUAL`), "
-            "when, and the provider and job of the event that added it. Filters combine."
+            "each with why (`HARD_BOUNCE`, `SPAM_REPORT`, `UNSUBSCRIBED` from a provider's event or the recipient's "
+            "own unsubscribe, or `MANUAL`), when, the provider and job of the event that added it, and its `topic` "
+            "(null: every email). Filters combine."
         ),
         parameters=[
             *page_parameters("Addresses"),
             OpenApiParameter("email", EMAIL_SCHEMA, description="Only this address (compared without case)"),
             OpenApiParameter("reason", str, enum=SuppressionReason.values, description="Only addresses added so"),
+            OpenApiParameter("topic", TOPIC_SCHEMA, description="Only the entries for this topic"),
         ],
         responses={
             200: SuppressionPageSerializer,
@@ -62,15 +70,16 @@ class SuppressionsView(ApiKeyView):
             limit=page.limit,
             email=query.validated_data.get("email"),
             reason=query.validated_data.get("reason"),
+            topic=query.validated_data.get("topic"),
         )
         return Response(SuppressionPageSerializer({"data": suppressions, "pagination": page.pagination(total)}).data)
 
     @extend_schema(
         summary="Suppress an address",
         description=(
-            "Adds the address by hand (reason `MANUAL`): from now on an email to it is accepted and its job fails at "
-            "once, without any provider call; it takes its quota unit as any send does. Addresses compare without "
-            "case."
+            "Adds the address by hand (reason `MANUAL`), for every email or, with `topic`, for the emails sent with "
+            "that topic only: from now on such an email to it is accepted and its job fails at once, without any "
+            "provider call; it takes its quota unit as any send does. Addresses compare without case."
         ),
         request=InputSerializer,
         responses={
@@ -90,7 +99,10 @@ class SuppressionsView(ApiKeyView):
                         "field), is not a JSON object, or the API key was sent in both headers.",
                         *BODY_REFUSALS,
                     ),
-                    409: ErrorAnswer("The address is on the list already, for any reason.", AddressSuppressed),
+                    409: ErrorAnswer(
+                        "The address is on the list already for the same topic (or for every email), for any reason.",
+                        AddressSuppressed,
+                    ),
                 },
             ),
         },
@@ -98,7 +110,8 @@ class SuppressionsView(ApiKeyView):
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        suppression = suppression_add(account=request_account(request), email=serializer.validated_data["email"])
+        data = serializer.validated_data
+        suppression = suppression_add(account=request_account(request), email=data["email"], topic=data.get("topic"))
         return Response(SuppressionSerializer(suppression).data, status=201)
 
 
@@ -109,10 +122,12 @@ class SuppressionView(ApiKeyView):
     @extend_schema(
         summary="Remove a suppressed address",
         description=(
-            "Takes the address off the list, whatever added it: the account may email it again. A provider that "
-            "reported it may still refuse to send to it on its own list. The address is the rest of the path, "
+            "Takes the address's entry for every email off the list or, with `topic`, its entry for that topic, "
+            "whatever added it: the account may email it again, unless its other entry stops that email. A provider "
+            "that reported it may still refuse to send to it on its own list. The address is the rest of the path, "
             "whole: a `/` in it may be sent escaped (`%2F`) or not."
         ),
+        parameters=[OpenApiParameter("topic", TOPIC_SCHEMA, description="The entry for this topic")],
         responses={
             200: inline_serializer(
                 "SuppressionRemoved", {"email": serializers.CharField(), "message": serializers.CharField()}
@@ -123,10 +138,15 @@ class SuppressionView(ApiKeyView):
                 403,
                 404,
                 429,
-                descriptions={404: ErrorAnswer("The address is not on the account's list.", SuppressionNotFound)},
+                descriptions={
+                    400: QUERY_REFUSED,
+                    404: ErrorAnswer("The address has no such entry on the account's list.", SuppressionNotFound),
+                },
             ),
         },
     )
     def delete(self, request: Request, email: str) -> Response:
-        suppression_remove(account=request_account(request), email=email)
+        query = SuppressionQuery(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        suppression_remove(account=request_account(request), email=email, topic=query.validated_data.get("topic"))
         return Response({"email": normalized_address(email), "message": REMOVED_MESSAGE})

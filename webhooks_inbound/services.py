@@ -21,6 +21,7 @@ from core.errors import ResendSecretInvalid, SendGridKeyInvalid, TrackingCredent
 from core.signals import AccountEvent, announce
 from notifications.models import DeliveryLog, Job
 from providers.names import ProviderName
+from suppressions.models import SuppressionReason
 from suppressions.services import Reported, suppressions_record
 from webhooks_inbound.events import ReportedEvent
 from webhooks_inbound.models import EmailEvent, TrackingCredentials
@@ -152,7 +153,8 @@ def events_record(*, account: Account, provider: str, events: Sequence[ReportedE
     with transaction.atomic():
         stored = _insert_new([_row(account, provider, job_id, event) for event, job_id in placed.values()])
         newly = [placed[key] for key in stored]
-        suppressions_record(account=account, reported=_suppressing(provider, newly), emits_events=emits_events)
+        reported = _suppressing(account, provider, newly)
+        suppressions_record(account=account, reported=reported, emits_events=emits_events)
         if emits_events:
             announced = [_announced(provider, event, job_id, lookup.labels.get(job_id, {})) for event, job_id in newly]
             announce(account_id=account.pk, events=announced)
@@ -180,13 +182,31 @@ def _announced(provider: str, event: ReportedEvent, job_id: uuid.UUID, labels: d
     return AccountEvent(f"email.{event.type.lower()}", data | labels)
 
 
-def _suppressing(provider: str, stored: list[tuple[ReportedEvent, uuid.UUID]]) -> list[Reported]:
-    """The addresses the newly stored events take off the list of those the account may email."""
+def _suppressing(account: Account, provider: str, stored: list[tuple[ReportedEvent, uuid.UUID]]) -> list[Reported]:
+    """The addresses the newly stored events take off the list of those the account may email: an unsubscribe from
+    the topic of its job's email, when it has one; a bounce or a complaint from every email (docs/suppressions.md,
+    "Topics")."""
+    unsubscribing = {job_id for event, job_id in stored if event.suppresses == SuppressionReason.UNSUBSCRIBED}
+    topics = _topics_of(account, unsubscribing)
     return [
-        Reported(email=event.recipient, reason=event.suppresses, provider=provider, job_id=job_id)
+        Reported(
+            email=event.recipient,
+            reason=reason,
+            provider=provider,
+            job_id=job_id,
+            topic=topics.get(job_id) if reason == SuppressionReason.UNSUBSCRIBED else None,
+        )
         for event, job_id in stored
-        if event.suppresses is not None
+        if (reason := event.suppresses) is not None
     ]
+
+
+def _topics_of(account: Account, job_ids: set[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The topics of those of ``job_ids`` (the account's) sent with one: a query only when an event unsubscribes."""
+    if not job_ids:
+        return {}
+    with_topic = Job.objects.filter(account=account, id__in=job_ids, topic__isnull=False)
+    return {job_id: str(topic) for job_id, topic in with_topic.values_list("id", "topic")}
 
 
 def _insert_new(rows: list[EmailEvent]) -> list[str]:

@@ -555,6 +555,25 @@ class TagField(StrictField):
         return data
 
 
+# An email's topic, which its recipient may unsubscribe from alone (docs/suppressions.md, "Topics"): lower case, as
+# it appears in the unsubscribe page and the suppression list.
+TOPIC = re.compile(r"[a-z0-9_-]{1,64}")
+TOPIC_RULE = "1 to 64 of a-z, 0-9, _ and -"
+TOPIC_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": whole_value(TOPIC.pattern)}
+
+
+@extend_schema_field(TOPIC_SCHEMA)
+class TopicField(StrictField):
+    """An email's topic: on a send, a suppression, and the suppression list's filter."""
+
+    invalid_message = required_message = f"{{name}} must be {TOPIC_RULE}"
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or not TOPIC.fullmatch(data):
+            self.fail("invalid")
+        return data
+
+
 # At least 1, at most nine digits, as PositiveIntegerParamField takes it.
 POSITIVE_INTEGER_SCHEMA = {"type": "integer", "minimum": 1, "maximum": 999_999_999}
 

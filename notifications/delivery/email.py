@@ -12,6 +12,7 @@ from notifications.models import Job
 from notifications.routing import EmailRoute, email_route
 from providers.base import OutgoingEmail, build_message, message_metadata
 from providers.failover import send_with_failover
+from suppressions.unsubscribe import unsubscribe_headers
 
 
 def deliver_email(job: Job, *, attempt: int) -> AttemptOutcome:
@@ -45,9 +46,14 @@ def email_send(email: OutgoingEmail, route: EmailRoute) -> AttemptOutcome:
 
 def outgoing_email(job: Job, *, sender: str) -> OutgoingEmail:
     """The message an email job's payload describes (docs/rules.md, "Rich email through the providers"): ``cc`` and
-    ``bcc`` without the suppressed addresses named in ``skippedRecipients``, ``replyTo`` as a list. A key the client
+    ``bcc`` without the suppressed addresses named in ``skippedRecipients``, ``replyTo`` as a list, and for an email
+    with a topic the one-click unsubscribe headers (docs/suppressions.md, "One-click unsubscribe"). A key the client
     did not send stays empty, so a plain email costs a few lookups more than before."""
     payload = job.payload
+    headers = payload.get("headers", {})
+    if job.topic is not None:
+        # The client's own headers never hold these two: the send refuses them (docs/rules.md, "Rich email").
+        headers = headers | unsubscribe_headers(account_id=job.account_id, email=payload["to"], topic=job.topic)
     skipped = {entry["email"].lower() for entry in payload.get("skippedRecipients", ())}
     reply_to = payload.get("replyTo", ())
     return OutgoingEmail(
@@ -60,7 +66,7 @@ def outgoing_email(job: Job, *, sender: str) -> OutgoingEmail:
         cc=_recipients(payload.get("cc", ()), skipped),
         bcc=_recipients(payload.get("bcc", ()), skipped),
         reply_to=[reply_to] if isinstance(reply_to, str) else reply_to,
-        headers=payload.get("headers", {}),
+        headers=headers,
         tags=payload.get("tags", ()),
         metadata=payload.get("metadata", {}),
         attachments=job_attachments(job),

@@ -216,8 +216,9 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
     attempt under way, a retry or a scheduled send not yet due).
 
     One statement claims the row and returns it with the account's encrypted signing secrets, whether the account
-    may still send, for an email why its recipient is suppressed, whether the account has event endpoints, and the
-    failed attempts in a row at the job's destination: the attempt asks the database nothing more.
+    may still send, for an email why its recipient is suppressed (for every email, or for the email's topic),
+    whether the account has event endpoints, and the failed attempts in a row at the job's destination: the attempt
+    asks the database nothing more.
     The secrets come as one text, space-separated, from one read of their row: a Fernet token is URL-safe base64,
     which holds no space.
     Should this worker die, the sweeper re-sends the task once the lease is over.
@@ -267,6 +268,7 @@ def _claim_sql() -> str:
     deleted_at = sql.column(Account, "deleted_at")
     suppressions, reason = sql.table(Suppression), sql.column(Suppression, "reason")
     suppressed_owner, suppressed_address = sql.column(Suppression, "account"), sql.column(Suppression, "email")
+    suppressed_topic, job_topic = sql.column(Suppression, "topic"), sql.column(Job, "topic")
     job_type, destination = sql.column(Job, "type"), sql.column(Job, "destination")
     has_event_endpoints = sql.column(Account, "has_event_endpoints")
     health, failures = sql.table(DestinationHealth), sql.column(DestinationHealth, "consecutive_failures")
@@ -284,7 +286,9 @@ def _claim_sql() -> str:
              FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner}),
             (SELECT {suppressions}.{reason} FROM {suppressions}
              WHERE {suppressions}.{suppressed_owner} = {jobs}.{owner}
-               AND {suppressions}.{suppressed_address} = {jobs}.{destination} AND {jobs}.{job_type} = %s),
+               AND {suppressions}.{suppressed_address} = {jobs}.{destination} AND {jobs}.{job_type} = %s
+               AND ({suppressions}.{suppressed_topic} IS NULL OR {suppressions}.{suppressed_topic} = {jobs}.{job_topic})
+             ORDER BY {suppressions}.{suppressed_topic} IS NULL DESC LIMIT 1),
             (SELECT {accounts}.{has_event_endpoints} FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner}),
             (SELECT {health}.{failures} FROM {health}
              WHERE {health}.{health_owner} = {jobs}.{owner} AND {health}.{health_destination} = {jobs}.{destination}

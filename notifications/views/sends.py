@@ -51,6 +51,7 @@ from notifications.send_requests import (
     SECRET_NAME_PARTS_TEXT,
     SEND_AT_TEXT,
     TEMPLATE_TEXT,
+    TOPIC_TEXT,
     EmailRequestSerializer,
     WebhookRequestSerializer,
 )
@@ -166,7 +167,8 @@ class SendEmailView(SendView):
             "that provider only, `fallback` (which requires `provider`) is tried if it fails.\n\n"
             f"{SEND_AT_TEXT}\n\n"
             f"{RICH_EMAIL_TEXT}\n\n"
-            f"{TEMPLATE_TEXT}"
+            f"{TEMPLATE_TEXT}\n\n"
+            f"{TOPIC_TEXT}"
         ),
         request=EmailRequestSerializer,
         responses={202: JobAcceptedSerializer, **EMAIL_SEND_ERRORS},
@@ -200,6 +202,7 @@ class SendEmailView(SendView):
             template=data.get("template"),
             template_version=data.get("templateVersion"),
             data=data.get("data"),
+            topic=data.get("topic"),
         )
 
 

@@ -219,6 +219,19 @@ def test_suppressions_are_added_listed_and_removed(hub: Hub, holder: Client) -> 
     ]
 
 
+def test_suppressions_for_a_topic_are_added_listed_and_removed_apart(hub: Hub, holder: Client) -> None:
+    every = hub.run(lambda nh: nh.suppressions.add("ada@example.com"))
+    digest = hub.run(lambda nh: nh.suppressions.add("ada@example.com", topic="weekly-digest"))
+
+    found = hub.collect(lambda nh: nh.suppressions.list(topic="weekly-digest"))
+    removed = hub.run(lambda nh: nh.suppressions.remove("ada@example.com", topic="weekly-digest"))
+
+    assert (every.topic, digest.topic) == (None, "weekly-digest")
+    assert found == [digest]
+    assert removed.email == "ada@example.com"
+    assert list(Suppression.objects.filter(account=holder.account).values_list("topic", flat=True)) == [None]
+
+
 def test_event_endpoints_are_created_listed_and_deleted(hub: Hub) -> None:
     created = hub.run(
         lambda nh: nh.event_endpoints.create(url="https://events.example.com/in", events=["job.failed", "job.failed"])

@@ -69,9 +69,9 @@ def test_the_list_shows_only_the_holders_addresses_newest_first_with_their_origi
     assert listed(page) == ["by-hand@example.com", "bounced@example.com"]
     assert "theirs@example.com" not in text
     assert "2 addresses, newest first." in text
-    assert "Address Reason Provider Job Added (UTC) Actions" in text
-    assert "by-hand@example.com Added by hand — — " in text
-    assert f"bounced@example.com Hard bounce Postmark {str(job_id)[:8]}… " in text
+    assert "Address Topic Reason Provider Job Added (UTC) Actions" in text
+    assert "by-hand@example.com Every email Added by hand — — " in text
+    assert f"bounced@example.com Every email Hard bounce Postmark {str(job_id)[:8]}… " in text
     assert f'href="/dashboard/jobs/{job_id}/"' in page_html(page)
     assert "Page 1 of 1" in text
 
@@ -191,7 +191,7 @@ def test_adding_an_address_stores_it_by_hand_in_lower_case_and_lists_it(holder: 
     text = page_text(answer)
     assert "ada@example.com is on the suppression list: emails to it now fail at once." in text
     assert listed(answer) == ["ada@example.com"]
-    assert "ada@example.com Added by hand — —" in text
+    assert "ada@example.com Every email Added by hand — —" in text
 
 
 def test_adding_an_address_already_on_the_list_says_so_and_keeps_the_input(holder: Holder) -> None:
@@ -305,3 +305,50 @@ def test_an_address_with_a_nul_is_not_found_on_the_question_or_the_removal(holde
         assert response.redirect_chain == [("/dashboard/suppressions/", 302)]
         assert "Suppression not found" in page_text(response)
     assert stored(account) == [("ada@example.com", "MANUAL")]
+
+
+# --- topics -----------------------------------------------------------------------------------------
+
+
+def test_the_list_shows_and_filters_topics(holder: Holder) -> None:
+    browser, account = holder
+    suppress(account, "ada@example.com")
+    suppress(account, "ada@example.com", SuppressionReason.UNSUBSCRIBED, topic="weekly-digest")
+    suppress(account, "grace@example.com", topic="news")
+
+    everything = page_text(browser.get("/dashboard/suppressions/"))
+    digest = browser.get("/dashboard/suppressions/", {"topic": "weekly-digest"})
+
+    assert "ada@example.com weekly-digest Unsubscribed" in everything
+    assert "ada@example.com Every email Added by hand" in everything
+    assert listed(digest) == ["ada@example.com"]
+    assert "weekly-digest Unsubscribed" in page_text(digest)
+    refused = browser.get("/dashboard/suppressions/", {"topic": "Weekly Digest"})
+    assert refused.status_code == 400
+    assert "Enter a topic of 1 to 64 lower-case letters, digits, _ and -, as your sends name it." in page_text(refused)
+
+
+def test_adding_and_removing_an_address_for_one_topic_leaves_its_other_entries(holder: Holder) -> None:
+    browser, account = holder
+    suppress(account, "ada@example.com")
+
+    added = browser.post("/dashboard/suppressions/", {"email": "Ada@example.com", "topic": "news"}, follow=True)
+
+    assert "ada@example.com (topic news) is on the suppression list: emails to it on this topic now fail at once." in (
+        page_text(added)
+    )
+    assert set(Suppression.objects.values_list("email", "topic")) == {
+        ("ada@example.com", "news"),
+        ("ada@example.com", None),
+    }
+    question = browser.get("/dashboard/suppressions/remove/", {"email": "ada@example.com", "topic": "news"})
+    assert "ada@example.com · topic news Added by hand" in page_text(question)
+    assert '<input type="hidden" name="topic" value="news">' in page_html(question)
+
+    entry = {"email": "ada@example.com", "topic": "news"}
+    removed = browser.post("/dashboard/suppressions/remove/", entry, follow=True)
+
+    assert "ada@example.com (topic news) is off the suppression list: emails to it on this topic are sent again." in (
+        page_text(removed)
+    )
+    assert list(Suppression.objects.values_list("email", "topic")) == [("ada@example.com", None)]

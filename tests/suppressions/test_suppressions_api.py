@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from suppressions.models import Suppression, SuppressionReason
@@ -27,9 +28,10 @@ def test_adding_an_address_answers_201_with_the_entry_and_stores_it_in_lower_cas
     assert response.status_code == 201, response.json()
     data = response.json()["data"]
     assert data.pop("createdAt").endswith("Z")
-    assert data == {"email": "ada@example.com", "reason": "MANUAL", "provider": None, "jobId": None}
+    assert data == {"email": "ada@example.com", "reason": "MANUAL", "provider": None, "jobId": None, "topic": None}
     stored = Suppression.objects.get(account=startup.account)
     assert (stored.email, stored.reason, stored.provider, stored.job_id) == ("ada@example.com", "MANUAL", None, None)
+    assert stored.topic is None
 
 
 def test_an_address_on_the_list_in_any_case_is_a_409(startup: Client) -> None:
@@ -77,6 +79,7 @@ def test_the_list_is_the_accounts_own_newest_first_with_its_pagination(startup: 
         "reason": "HARD_BOUNCE",
         "provider": "POSTMARK",
         "jobId": str(job_id),
+        "topic": None,
         "createdAt": page["data"][1]["createdAt"],
     }
     assert page["pagination"] == {"page": 1, "limit": 20, "total": 2, "totalPages": 1}
@@ -167,3 +170,91 @@ def test_an_address_with_a_slash_is_removed_whether_or_not_the_slash_is_escaped(
     assert response.status_code == 200, response.json()
     assert response.json()["data"]["email"] == "a/b/c@example.com"
     assert list(Suppression.objects.values_list("email", flat=True)) == ["c@example.com"]
+
+
+# --- Topics (docs/suppressions.md, "Topics") ----------------------------------------------------------------------
+
+
+def test_an_address_is_added_for_one_topic_beside_its_entry_for_every_email(startup: Client) -> None:
+    suppress(startup, "ada@example.com")
+
+    response = startup.post("/api/v1/suppressions", {"email": "Ada@example.com", "topic": "weekly-digest"})
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["data"]["topic"] == "weekly-digest"
+    stored = Suppression.objects.filter(account=startup.account).order_by("id")
+    assert [(entry.email, entry.topic) for entry in stored] == [
+        ("ada@example.com", None),
+        ("ada@example.com", "weekly-digest"),
+    ]
+
+
+def test_the_same_address_and_topic_twice_is_a_409_and_so_is_every_email_twice(startup: Client) -> None:
+    assert startup.post("/api/v1/suppressions", {"email": "ada@example.com", "topic": "news"}).status_code == 201
+    assert startup.post("/api/v1/suppressions", {"email": "ada@example.com"}).status_code == 201
+
+    again_topic = startup.post("/api/v1/suppressions", {"email": "ADA@example.com", "topic": "news"})
+    again_every = startup.post("/api/v1/suppressions", {"email": "ADA@example.com"})
+
+    for response in (again_topic, again_every):
+        assert response.status_code == 409
+        assert response.json()["error"] == "Address is already suppressed"
+    assert Suppression.objects.filter(account=startup.account).count() == 2
+
+
+def test_the_database_keeps_one_entry_for_every_email_per_address(startup: Client) -> None:
+    account = startup.account
+    Suppression.objects.create(account=account, email="ada@example.com", reason="MANUAL")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Suppression.objects.create(account=account, email="ada@example.com", reason="HARD_BOUNCE")
+    Suppression.objects.create(account=account, email="ada@example.com", topic="news", reason="MANUAL")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Suppression.objects.create(account=account, email="ada@example.com", topic="news", reason="UNSUBSCRIBED")
+
+
+@pytest.mark.parametrize("topic", ["Weekly", "", "a" * 65, "week ly", 7, None, "digest/1"])
+def test_a_bad_topic_is_a_400_naming_the_field(startup: Client, topic: Any) -> None:
+    response = startup.post("/api/v1/suppressions", {"email": "ada@example.com", "topic": topic})
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "topic must be 1 to 64 of a-z, 0-9, _ and -"
+    assert not Suppression.objects.exists()
+
+
+def test_the_list_filters_by_topic(startup: Client) -> None:
+    suppress(startup, "ada@example.com")
+    suppress(startup, "ada@example.com", topic="news")
+    suppress(startup, "grace@example.com", topic="digest")
+
+    page = startup.get("/api/v1/suppressions", topic="news").json()["data"]
+
+    assert [(entry["email"], entry["topic"]) for entry in page["data"]] == [("ada@example.com", "news")]
+    refused = startup.get("/api/v1/suppressions", topic="NEWS")
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "topic must be 1 to 64 of a-z, 0-9, _ and -"
+
+
+def test_removing_with_a_topic_takes_that_entry_and_without_one_the_entry_for_every_email(startup: Client) -> None:
+    suppress(startup, "ada@example.com")
+    suppress(startup, "ada@example.com", topic="news")
+
+    by_topic = startup.delete("/api/v1/suppressions/ada@example.com?topic=news")
+    assert by_topic.status_code == 200, by_topic.json()
+    assert list(Suppression.objects.values_list("topic", flat=True)) == [None]
+    assert startup.delete("/api/v1/suppressions/ada@example.com?topic=news").status_code == 404
+
+    assert startup.delete("/api/v1/suppressions/ada@example.com").status_code == 200
+    assert not Suppression.objects.exists()
+
+
+def test_removing_without_a_topic_leaves_the_topics_entries(startup: Client) -> None:
+    suppress(startup, "ada@example.com", topic="news")
+
+    response = startup.delete("/api/v1/suppressions/ada@example.com")
+
+    assert response.status_code == 404
+    assert response.json()["error"] == "Suppression not found"
+    assert Suppression.objects.filter(topic="news").exists()
+    bad = startup.delete("/api/v1/suppressions/ada@example.com?topic=No%20Such")
+    assert bad.status_code == 400
+    assert bad.json()["error"] == "topic must be 1 to 64 of a-z, 0-9, _ and -"

@@ -134,12 +134,15 @@ class JobChange:
 
 @dataclass(frozen=True, kw_only=True)
 class Suppression:
-    """An address the account's email never goes to; ``provider`` and ``job_id`` say whose event put it there."""
+    """An address the account's email never goes to, or (``topic``) the emails of that topic only; ``provider`` and
+    ``job_id`` say whose event put it there."""
 
     email: str
     reason: SuppressionReason
     provider: Provider | None
     job_id: str | None
+    # None for every email.
+    topic: str | None
     created_at: datetime
 
 

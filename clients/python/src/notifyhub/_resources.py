@@ -86,6 +86,7 @@ class EmailMessage(TypedDict):
     tags: NotRequired[Sequence[str] | None]
     metadata: NotRequired[Mapping[str, str] | None]
     attachments: NotRequired[Sequence[Attachment] | None]
+    topic: NotRequired[str | None]
 
 
 def send_body(message: WebhookMessage | EmailMessage) -> dict[str, Any]:
@@ -174,6 +175,7 @@ class Emails(Resource[TransportT]):
         template: str | None = None,
         data: Mapping[str, Any] | None = None,
         template_version: int | None = None,
+        topic: str | None = None,
     ) -> Call[AcceptedJob]:
         """Queues an email; ``body`` is HTML, ``text`` its plain-text part (made from ``body`` when left out). In
         place of ``subject`` and ``body``, ``template`` (an id or alias) rendered with ``data`` (at most 64 KB) when
@@ -181,7 +183,8 @@ class Emails(Resource[TransportT]):
         ``provider`` and ``fallback`` force its route (paid plans). ``cc``, ``bcc`` (with ``to``, at most 50
         recipients), ``reply_to`` (one address or up to 5), ``headers``, ``tags`` (they filter ``jobs.list``),
         ``metadata`` (it rides on the job's events) and ``attachments`` (``Attachment.from_path``, at most 10 MB in
-        all) as NotifyHub's docs/rules.md, "Rich email", says. Returns the accepted job."""
+        all) as NotifyHub's docs/rules.md, "Rich email", says. ``topic`` (1 to 64 of ``a-z0-9_-``) gives the email a
+        one-click unsubscribe from that topic alone (docs/suppressions.md, "Topics"). Returns the accepted job."""
         message: EmailMessage = {
             "to": to,
             "subject": subject,
@@ -203,6 +206,7 @@ class Emails(Resource[TransportT]):
             "template": template,
             "data": data,
             "template_version": template_version,
+            "topic": topic,
         }
         return route.call(reading(AcceptedJob), body=send_body(message))
 
@@ -258,20 +262,23 @@ class Suppressions(Resource[TransportT]):
         *,
         email: str | None = None,
         reason: SuppressionReason | None = None,
+        topic: str | None = None,
         page_size: int | None = None,
     ) -> Paging[Suppression]:
-        """The addresses the account's email never goes to, newest first."""
-        return route.paging(Suppression, query={"email": email, "reason": reason, "limit": page_size})
+        """The addresses the account's email never goes to, newest first; ``topic`` the entries for that topic."""
+        query = {"email": email, "reason": reason, "topic": topic, "limit": page_size}
+        return route.paging(Suppression, query=query)
 
     @operation("POST", "/api/v1/suppressions")
-    def add(route: Route, email: str) -> Call[Suppression]:
-        """Suppresses an address by hand."""
-        return route.call(reading(Suppression), body={"email": email})
+    def add(route: Route, email: str, *, topic: str | None = None) -> Call[Suppression]:
+        """Suppresses an address by hand, for every email or, with ``topic``, for that topic's emails."""
+        body = {"email": email} if topic is None else {"email": email, "topic": topic}
+        return route.call(reading(Suppression), body=body)
 
     @operation("DELETE", "/api/v1/suppressions/{email}")
-    def remove(route: Route, email: str) -> Call[SuppressionRemoved]:
-        """Lets the address receive email again."""
-        return route.call(reading(SuppressionRemoved), path={"email": email})
+    def remove(route: Route, email: str, *, topic: str | None = None) -> Call[SuppressionRemoved]:
+        """Lets the address receive email again: its entry for every email or, with ``topic``, for that topic."""
+        return route.call(reading(SuppressionRemoved), path={"email": email}, query={"topic": topic})
 
 
 class Templates(Resource[TransportT]):
