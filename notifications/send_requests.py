@@ -201,10 +201,10 @@ class EmailRequestSerializer(BodySerializer):
     tags = TagsField(required=False)
     metadata = metadata_field(reserved=(JOB_ID_METADATA_KEY,))
     attachments = AttachmentsField()
+    topic = TopicField(required=False)
     template = TextField(max_length=TEMPLATE_NAME_MAX_LENGTH, single_line=True, required=False)
     templateVersion = PositiveIntegerField(required=False)
     data = TemplateDataField(required=False)  # type: ignore[assignment]  # the body's field, not Serializer.data
-    topic = TopicField(required=False)
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # Declared here because "from" is a Python keyword; placed after "body" so

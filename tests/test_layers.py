@@ -35,6 +35,9 @@ APP_MODULES_SHARED |= {"management"}
 # (``engine``, ``delivery``: an event endpoint's deliveries are claimed, leased, retried and sent as webhook jobs are,
 # by the same code, docs/event-endpoints.md.)
 APP_MODULES_SHARED |= {"engine", "delivery"}
+# (``unsubscribe``: the one-click unsubscribe link an email with a topic carries and the page that reads it,
+# docs/suppressions.md.)
+APP_MODULES_SHARED |= {"unsubscribe"}
 
 
 def _import_statements(package: str) -> Iterator[tuple[Path, ast.Import | ast.ImportFrom]]:

@@ -39,10 +39,15 @@ def resolved(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
 
 def query_parameters(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """Every query parameter of every operation: its operation's path, its name and its schema."""
+    return [(path, name, parameter) for path, _, name, parameter in operation_query_parameters(schema)]
+
+
+def operation_query_parameters(schema: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """Every query parameter of every operation: its operation's path and method, its name and its schema."""
     return [
-        (path, parameter["name"], resolved(schema, parameter["schema"]))
+        (path, method, parameter["name"], resolved(schema, parameter["schema"]))
         for path, methods in schema["paths"].items()
-        for operation in methods.values()
+        for method, operation in methods.items()
         for parameter in operation.get("parameters", [])
         if parameter["in"] == "query"
     ]
@@ -50,6 +55,8 @@ def query_parameters(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, A
 
 DOCUMENT = document()
 QUERY_PARAMETERS = query_parameters(DOCUMENT)
+# An operation's path and method: most are GETs, a DELETE may take one too (a suppression's topic).
+METHODS = {path: method for path, method, _, _ in operation_query_parameters(DOCUMENT)}
 OPERATIONS_WITH_QUERIES = sorted({path for path, _, _ in QUERY_PARAMETERS})
 
 
@@ -116,7 +123,8 @@ def test_every_query_parameter_declares_its_bound(path: str, name: str, schema: 
 def test_a_value_past_the_bound_is_refused_in_the_envelope_naming_the_parameter(
     startup: Client, path: str, name: str, schema: dict[str, Any]
 ) -> None:
-    response = startup.get(f"{with_ids(path, startup)}?{name}={quote(past_the_bound(schema), safe='')}")
+    call = getattr(startup, METHODS[path])
+    response = call(f"{with_ids(path, startup)}?{name}={quote(past_the_bound(schema), safe='')}")
 
     message = response.json()["error"]
     assert message.startswith(f"{name} must "), message
@@ -129,10 +137,10 @@ def test_the_longest_query_the_document_allows_reaches_the_app_through_gunicorn(
         f"{name}={quote(longest_allowed(schema), safe='')}" for where, name, schema in QUERY_PARAMETERS if where == path
     )
     target = f"{with_ids(path, startup)}?{query}"
-    request = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    request = f"{METHODS[path].upper()} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
 
     parsed = next(iter(RequestParser(gunicorns_config(), [request], ("127.0.0.1", 50000))))
-    answer = startup.get(target)
+    answer = getattr(startup, METHODS[path])(target)
 
     assert parsed.query == query  # gunicorn read the line whole: no 414 of its own
     # (A template's longest `version` is one it does not have: the app's own 404 says so.)
