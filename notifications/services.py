@@ -57,6 +57,7 @@ from providers.base import EmailAttachment, OutgoingEmail, build_message
 from providers.failover import send_with_failover
 from suppressions.selectors import ListedAddresses, suppression_reason, suppression_reasons
 from suppressions.services import suppressed_message
+from suppressions.unsubscribe import unsubscribe_url
 
 REQUEUED_MESSAGE = "Job has been re-queued for processing"
 CANCELLED_MESSAGE = "Job has been cancelled"
@@ -142,7 +143,9 @@ def email_job_new(
     email_routing_check(account=account, sender=sender, priority=priority, provider=provider, fallback=fallback)
     rendered_from: dict[str, Any] = {}
     if template is not None:
-        made = template_rendered_for_send(account=account, template=template, version=template_version, data=data or {})
+        made = template_rendered_for_send(
+            account=account, template=template, version=template_version, data=_template_data(account, to, topic, data)
+        )
         subject, body = made.rendered.subject, made.rendered.html
         text = text if text is not None else made.rendered.text
         rendered_from = {"template": template, "templateVersion": made.version, "data": data or {}}
@@ -178,6 +181,14 @@ def email_job_new(
         job.new_attachments = attachment_rows(job, attachments)
     job.topic = topic
     return job
+
+
+def _template_data(account: Account, to: str, topic: str | None, data: dict[str, Any] | None) -> dict[str, Any]:
+    """What a template renders with: the send's ``data`` and, for an email with a topic, its recipient's
+    ``unsubscribe_url`` (docs/templates.md, "Unsubscribe links"), which the payload does not keep."""
+    if topic is None:
+        return data or {}
+    return {**(data or {}), "unsubscribe_url": unsubscribe_url(account_id=account.pk, email=to, topic=topic)}
 
 
 def webhook_job_new(

@@ -15,6 +15,7 @@ from email_templates.selectors import template_get
 from email_templates.services import template_create, template_update
 from notifications.delivery.email import deliver_email
 from notifications.models import Job
+from suppressions.unsubscribe import unsubscribe_url
 from tests.clients import APIClient
 from tests.conftest import Client, ready_to_send
 from tests.fakes.providers import FakePostmark, FakeResend, FakeSendGrid
@@ -260,3 +261,27 @@ def test_batch_items_each_take_their_own_template_and_data(free: Client) -> None
     }
     subjects = sorted(Job.objects.values_list("payload", flat=True), key=lambda payload: payload["to"])
     assert [payload["subject"] for payload in subjects] == ["Reset your password, Ada & Bob", "Plain"]
+
+
+def test_a_send_with_a_topic_gives_its_template_the_recipients_unsubscribe_url(free: Client) -> None:
+    saved(free, alias="digest", html='<p>{{ link }}</p><a href="{{ unsubscribe_url }}">Unsubscribe</a>')
+
+    job = accepted_job(send(free, template="digest", data=DATA, topic="weekly-digest"))
+
+    url = unsubscribe_url(account_id=free.account.pk, email="user@example.com", topic="weekly-digest")
+    assert f'<a href="{url}">Unsubscribe</a>' in job.payload["body"]
+    assert job.payload["data"] == DATA
+
+
+def test_a_template_outputting_the_unsubscribe_url_needs_a_topic(free: Client) -> None:
+    saved(free, alias="digest", html='<a href="{{ unsubscribe_url }}">Unsubscribe</a>')
+    saved(
+        free, alias="guarded", html='<p>Hi</p>{% if unsubscribe_url %}<a href="{{ unsubscribe_url }}">x</a>{% endif %}'
+    )
+
+    refused(
+        send(free, template="digest", data=DATA),
+        "data is missing unsubscribe_url for template digest",
+        "template_data_missing",
+    )
+    assert "Unsubscribe" not in accepted_job(send(free, template="guarded", data=DATA)).payload["body"]
