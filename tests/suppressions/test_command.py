@@ -1,4 +1,4 @@
-"""``manage.py suppressions EMAIL list|add|remove [ADDRESS]``: an account's suppression list at the shell."""
+"""``manage.py suppressions EMAIL list|add|remove [ADDRESS] [--topic T]``: the suppression list at the shell."""
 
 from __future__ import annotations
 
@@ -69,8 +69,8 @@ def test_list_prints_every_suppression_newest_first_then_the_count(startup: Clie
     lines = run(email_of(startup), "list")
 
     assert lines == [
-        f"gone@example.com\tHARD_BOUNCE\tSENDGRID\t{job.id}\t2026-11-20T12:05:00.000Z",
-        "old@example.com\tMANUAL\t-\t-\t2026-11-20T12:00:00.000Z",
+        f"gone@example.com\tHARD_BOUNCE\tSENDGRID\t{job.id}\t2026-11-20T12:05:00.000Z\t-",
+        "old@example.com\tMANUAL\t-\t-\t2026-11-20T12:00:00.000Z\t-",
         f"2 suppressed address(es) for {email_of(startup)}.",
     ]
 
@@ -101,7 +101,7 @@ def test_list_shows_only_the_accounts_own_addresses(free: Client, startup: Clien
     lines = run(email_of(free), "list")
 
     assert lines == [
-        "mine@example.com\tMANUAL\t-\t-\t2026-11-20T12:00:00.000Z",
+        "mine@example.com\tMANUAL\t-\t-\t2026-11-20T12:00:00.000Z\t-",
         f"1 suppressed address(es) for {email_of(free)}.",
     ]
 
@@ -206,3 +206,36 @@ def test_an_unknown_account_is_refused(args: list[str]) -> None:
 
     assert (str(refused), refused.returncode) == ("No account for nobody@example.com", 1)
     assert not Suppression.objects.exists()
+
+
+# --- topics ---------------------------------------------------------------------------------------
+
+
+def test_a_topic_is_added_listed_and_removed_apart_from_the_entry_for_every_email(startup: Client) -> None:
+    account = startup.account
+
+    added = run(email_of(startup), "add", "Ann@Example.com", "--topic", "weekly-digest")
+    run(email_of(startup), "add", "ann@example.com")
+
+    assert added == [
+        f"Suppressed ann@example.com for {email_of(startup)} (MANUAL): no email of topic weekly-digest goes to it."
+    ]
+    topics = Suppression.objects.filter(account=account).order_by("topic").values_list("email", "topic")
+    assert list(topics) == [("ann@example.com", "weekly-digest"), ("ann@example.com", None)]
+    assert sorted(line.split("\t")[-1] for line in run(email_of(startup), "list")[:-1]) == ["-", "weekly-digest"]
+
+    removed = run(email_of(startup), "remove", "ann@example.com", "--topic", "weekly-digest")
+
+    assert removed == [
+        f"Removed ann@example.com (topic weekly-digest) from the suppression list of {email_of(startup)}: "
+        "the account may email it again."
+    ]
+    assert list(Suppression.objects.filter(account=account).values_list("topic", flat=True)) == [None]
+
+
+def test_a_bad_topic_is_refused_in_the_apis_words_and_changes_nothing(startup: Client) -> None:
+    error = refusal(email_of(startup), "add", "ann@example.com", "--topic", "Weekly Digest")
+
+    assert str(error) == "topic must be 1 to 64 of a-z, 0-9, _ and -"
+    assert not Suppression.objects.exists()
+    assert str(refusal(email_of(startup), "list", "--topic", "x")) == "'list' takes no topic"
