@@ -13,7 +13,8 @@
   batches   POST /api/v1/notifications/webhook/batch against single sends under gunicorn: jobs accepted a second
   attachments  emails with a 10 MiB attachment: accept time, web and worker memory, webhooks beside, reads
   templates  an email send with a stored template against a plain one under gunicorn; the render alone in one process
-  all       the thirteen in turn (the default)
+  unsubscribe  the one-click unsubscribe POST under gunicorn at a steady rate, repeats among them; each link stored once
+  all       the fourteen in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -41,6 +42,7 @@ from bench import (
     scheduled,
     suppressions,
     templates,
+    unsubscribe,
 )
 from bench.common import bench_main, option
 
@@ -61,6 +63,7 @@ BENCHES = {
     "batches": batches,
     "attachments": attachments,
     "templates": templates,
+    "unsubscribe": unsubscribe,
 }
 DATABASE = "notifyhub_bench"
 
@@ -81,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
         common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common_options()], help="the thirteen in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the fourteen in turn (the default)")
     return parser
 
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bench import templates
+from bench import templates, unsubscribe
 from bench.run import BENCHES, build_parser
 from email_templates import engine
 
@@ -38,3 +38,15 @@ def test_the_templates_bench_template_is_the_issues_and_renders_its_data() -> No
     assert 'style="' in rendered.html  # the rules inlined
     assert "@media" in rendered.html  # the at-rule kept
     assert rendered.subject == f"Your receipt for order {data['order_number']}, {data['customer_name']}"
+
+
+def test_the_unsubscribe_bench_posts_every_link_first_in_turn_and_repeats_only_links_posted_a_lag_before() -> None:
+    """A repeat must find its link unsubscribed already (the second answer's path), and the rows' check expects one
+    entry for each link posted."""
+    order = unsubscribe.post_order(2_000, 0.2, 100, random.Random(0))
+
+    first_posts = {link: number for number, link in reversed(list(enumerate(order)))}
+    repeats = [number for number, link in enumerate(order) if first_posts[link] != number]
+    assert [order[number] for number in sorted(first_posts.values())] == list(range(len(first_posts)))
+    assert all(number - first_posts[order[number]] >= 100 for number in repeats)
+    assert 0.15 * 1_900 <= len(repeats) <= 0.25 * 1_900
