@@ -223,7 +223,7 @@ def options(parser: argparse.ArgumentParser) -> None:
         parser,
         "repeats",
         0.2,
-        "share of the POSTs that repeat a link posted a second or more before",
+        "share of the POSTs after the first second that repeat a link posted a second or more before",
         env="unsubscribe",
     )
     option(parser, "senders", 16, "client threads, each on its own connection", env="unsubscribe")
