@@ -45,6 +45,10 @@ class Account(models.Model):
     # and a provider's events read it with the account, so an account without endpoints announces nothing
     # (docs/event-endpoints.md). The database's default lets the release before it go on inserting accounts.
     has_event_endpoints = models.BooleanField(default=False, db_default=False)
+    # A new random value in the transaction of every change to the account's templates (None: none ever changed),
+    # read with the API key: a web process keeps the templates it resolved while it is the same
+    # (docs/templates.md, "Sending with a template").
+    templates_stamp = models.UUIDField(null=True, blank=True, editable=False)
 
     def __str__(self) -> str:
         return f"{self.user.email} ({self.plan})"

@@ -16,10 +16,21 @@ from core.paging import page_rows
 from providers.base import Credentials
 
 # Every API request starts here, so the lookup is one plain statement: compiling the ORM
-# query cost more than running it. Only the columns authentication, limits and quota read.
+# query cost more than running it. Only the columns authentication, limits and quota read, and the
+# templates' stamp a templated send checks its cached template against (email_templates.selectors).
 # The key's account_id is the account's id, set when the account is assigned: read once, as a.id.
 KEY_FIELDS = ("id", "scope", "mode", "last_used_at")
-ACCOUNT_FIELDS = ("id", "user", "plan", "plan_started_on", "monthly_limit", "rate_limit", "is_active", "deleted_at")
+ACCOUNT_FIELDS = (
+    "id",
+    "user",
+    "plan",
+    "plan_started_on",
+    "monthly_limit",
+    "rate_limit",
+    "is_active",
+    "deleted_at",
+    "templates_stamp",
+)
 # Off the framework's road: docs/departures.md, "raw-sql-key-lookup".
 API_KEY_LOOKUP_SQL = f"""
     SELECT {sql.columns(ApiKey, "k", fields=KEY_FIELDS)}, {sql.columns(Account, "a", fields=ACCOUNT_FIELDS)}

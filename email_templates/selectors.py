@@ -12,6 +12,7 @@ from django.db.models import Max, Q, QuerySet
 from accounts.models import Account
 from core.api.fields import TEMPLATE_ID
 from core.errors import SendTemplateNotFound, SendTemplateVersionNotFound, TemplateNotFound, TemplateVersionNotFound
+from core.lru import BoundedLRU
 from core.paging import page_rows
 from email_templates import engine
 from email_templates.models import Template, TemplateVersion
@@ -56,12 +57,43 @@ class RenderedForSend:
     rendered: engine.Rendered
 
 
+@dataclass(frozen=True)
+class ResolvedTemplate:
+    """What a send's `template` and `templateVersion` named, as its account's templates stood at ``stamp``."""
+
+    stamp: uuid.UUID | None
+    version: int
+    alias: str
+    compiled: engine.Compiled
+
+
+# A send's template is resolved and parsed once a process while its account's templates stay as they are: an entry
+# holds while the account's templates_stamp, read with the API key, is the one it was resolved at (every create,
+# update and delete gives a new stamp in its transaction), so a change made by any process is seen by the next
+# request. Keyed by (account id, `template` as sent, `templateVersion` or None); weighed by the version's source
+# characters, which bound its parse's memory (docs/templates.md, "Sending with a template").
+RESOLVED_TEMPLATES: BoundedLRU[tuple[int, str, int | None], ResolvedTemplate] = BoundedLRU(
+    max_entries=4096, max_weight=8 * 1024 * 1024
+)
+
+
 def template_rendered_for_send(
     *, account: Account, template: str, version: int | None, data: Mapping[str, Any]
 ) -> RenderedForSend:
-    """The account's template ``template`` (id or alias) at ``version`` (or its newest) rendered with ``data``, in one
-    query; raises the send's 400s: SendTemplateNotFound, SendTemplateVersionNotFound, TemplateDataMissing,
-    TemplateNotRendered."""
+    """The account's template ``template`` (id or alias) at ``version`` (or its newest) rendered with ``data``, with
+    no query when this process resolved it since the account's templates last changed, else one; raises the send's
+    400s: SendTemplateNotFound, SendTemplateVersionNotFound, TemplateDataMissing, TemplateNotRendered."""
+    key = (account.pk, template, version)
+    resolved = RESOLVED_TEMPLATES.get(key)
+    if resolved is None or resolved.stamp != account.templates_stamp:
+        resolved, weight = _resolved_for_send(account, template, version)
+        RESOLVED_TEMPLATES.put(key, resolved, weight=weight)
+    rendered = engine.render(resolved.compiled, data, alias=resolved.alias)
+    return RenderedForSend(version=resolved.version, rendered=rendered)
+
+
+def _resolved_for_send(account: Account, template: str, version: int | None) -> tuple[ResolvedTemplate, int]:
+    """The version a send names, parsed, and its weight in RESOLVED_TEMPLATES, in one query."""
     versions = TemplateVersion.objects.filter(template__in=_templates_named(account, template)).select_related(
         "template"
     )
@@ -71,7 +103,14 @@ def template_rendered_for_send(
         if named is not None and version is not None:
             raise SendTemplateVersionNotFound(alias=named.alias, version=version)
         raise SendTemplateNotFound(template=template)
-    return RenderedForSend(version=found.version, rendered=_rendered(found, data))
+    parts = _parts(found)
+    resolved = ResolvedTemplate(
+        stamp=account.templates_stamp,
+        version=found.version,
+        alias=found.template.alias,
+        compiled=engine.compiled(parts),
+    )
+    return resolved, len(parts.subject) + len(parts.html) + len(parts.text or "")
 
 
 def template_preview(*, version: TemplateVersion, data: Mapping[str, Any]) -> engine.Rendered:
@@ -84,8 +123,11 @@ def template_preview(*, version: TemplateVersion, data: Mapping[str, Any]) -> en
 
 
 def _rendered(version: TemplateVersion, data: Mapping[str, Any]) -> engine.Rendered:
-    parts = engine.Parts(subject=version.subject, html=version.html, text=version.text)
-    return engine.render(engine.compiled(parts), data, alias=version.template.alias)
+    return engine.render(engine.compiled(_parts(version)), data, alias=version.template.alias)
+
+
+def _parts(version: TemplateVersion) -> engine.Parts:
+    return engine.Parts(subject=version.subject, html=version.html, text=version.text)
 
 
 def _templates_named(account: Account, template: str) -> QuerySet[Template]:

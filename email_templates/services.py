@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -20,7 +22,7 @@ def template_create(
     variables = _variables_of(subject, html, text)
     template = Template(account=account, alias=alias, name=name)
     with transaction.atomic():
-        _lock_templates_of(account)
+        _templates_changing(account.pk)
         if Template.objects.filter(account=account).count() >= TEMPLATES_PER_ACCOUNT:
             raise TemplateLimit()
         if Template.objects.filter(account=account, alias=alias).exists():
@@ -38,8 +40,8 @@ def template_update(
     TemplateSyntaxInvalid."""
     variables = _variables_of(subject, html, text)
     with transaction.atomic():
-        # Two saves at once take turns, and number their versions one after the other.
-        Template.objects.select_for_update().filter(pk=template.pk).first()
+        # Two saves at once take turns (on the account's row), and number their versions one after the other.
+        _templates_changing(template.account_id)
         newest = template.versions.aggregate(newest=Max("version"))["newest"] or 0
         template.name = name if name is not None else template.name
         template.updated_at = timezone.now()
@@ -53,6 +55,7 @@ def template_delete(template: Template) -> None:
     """Deletes the template with its versions: its alias is free again, and a send naming it is refused. Jobs
     rendered from it keep what they rendered."""
     with transaction.atomic():
+        _templates_changing(template.account_id)
         template.delete()
         audit_record(account=template.account, action=AuditAction.TEMPLATE_DELETED, target=template.alias)
 
@@ -76,7 +79,10 @@ def _version_add(
     )
 
 
-def _lock_templates_of(account: Account) -> None:
-    """Locks the account's row until the transaction ends: two creates at once take turns, so they cannot both
-    take the last place or the same alias."""
-    Account.objects.select_for_update().filter(pk=account.pk).first()
+def _templates_changing(account_id: int) -> None:
+    """Gives the account's templates a new stamp, which commits with the change or not at all: every process's cache
+    of resolved templates drops what it kept of them at its next request (email_templates.selectors). The update
+    also locks the account's row until the transaction ends: the account's template changes take turns, so two
+    creates cannot both take the last place or the same alias, and each change locks the account before any
+    template."""
+    Account.objects.filter(pk=account_id).update(templates_stamp=uuid.uuid4())
