@@ -1,8 +1,9 @@
 """A process's least-recently-used cache of Python objects, bounded by entries and by their total weight.
 
-Off the framework's road: docs/departures.md, "resolved-template-cache". Django's cache framework pickles what it
-keeps (its local-memory cache too), so an object is rebuilt on every read: the cache is for objects used as they are.
+Django's cache framework pickles what it keeps (its local-memory backend too), so an object would be rebuilt on every
+read: this cache is for objects used as they are.
 """
+# Off the framework's road: docs/departures.md, "resolved-template-cache".
 
 from __future__ import annotations
 
@@ -47,11 +48,3 @@ class BoundedLRU(Generic[K, V]):
             while len(self._entries) > self.max_entries or self._weight > self.max_weight:
                 _, (_, dropped_weight) = self._entries.popitem(last=False)
                 self._weight -= dropped_weight
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._weight = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)

@@ -72,6 +72,7 @@ class ResolvedTemplate:
 # update and delete gives a new stamp in its transaction), so a change made by any process is seen by the next
 # request. Keyed by (account id, `template` as sent, `templateVersion` or None); weighed by the version's source
 # characters, which bound its parse's memory (docs/templates.md, "Sending with a template").
+# Off the framework's road: docs/departures.md, "resolved-template-cache".
 RESOLVED_TEMPLATES: BoundedLRU[tuple[int, str, int | None], ResolvedTemplate] = BoundedLRU(
     max_entries=4096, max_weight=8 * 1024 * 1024
 )

@@ -5,12 +5,17 @@ becomes; each refusal is a 400 in the send's order of checks, within the request
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from accounts.models import KeyMode
+from accounts.models import Account, KeyMode
 from accounts.services import api_key_create
+from core import sql
+from email_templates.models import Template, TemplateVersion
 from email_templates.selectors import template_get
 from email_templates.services import template_create, template_update
 from notifications.delivery.email import deliver_email
@@ -285,3 +290,58 @@ def test_a_template_outputting_the_unsubscribe_url_needs_a_topic(free: Client) -
         "template_data_missing",
     )
     assert "Unsubscribe" not in accepted_job(send(free, template="guarded", data=DATA)).payload["body"]
+
+
+def template_queries(client: Client, **fields: Any) -> list[str]:
+    """The statements a send made that read a template's tables, the send accepted."""
+    with CaptureQueriesContext(connection) as queries:
+        accepted_job(send(client, **fields))
+    return [query["sql"] for query in queries if sql.table(Template) in query["sql"]]
+
+
+def test_a_template_sent_again_unchanged_is_not_read_again(make_client: Any) -> None:
+    free = make_client(rate_limit=100)
+    template_id = saved(free)
+
+    assert template_queries(free, template="reset", data=DATA)
+    assert template_queries(free, template=template_id, templateVersion=1, data=DATA)
+
+    assert template_queries(free, template="reset", data=DATA) == []
+    assert template_queries(free, template=template_id, templateVersion=1, data=DATA) == []
+
+
+def test_a_change_through_the_api_is_sent_by_the_very_next_send(make_client: Any) -> None:
+    free = make_client(rate_limit=100)
+    saved(free)
+    assert accepted_job(send(free, template="reset", data=DATA)).payload["templateVersion"] == 1
+
+    replaced = free.http.put(
+        "/api/v1/templates/reset", {"subject": "New", "html": "<p>new</p>"}, format="json", HTTP_X_API_KEY=free.api_key
+    )
+    assert replaced.status_code == 200, replaced.json()
+    current = accepted_job(send(free, template="reset", data=DATA)).payload
+    assert (current["templateVersion"], current["subject"], current["body"]) == (2, "New", "<p>new</p>")
+    pinned = accepted_job(send(free, template="reset", templateVersion=1, data=DATA)).payload
+    assert pinned["subject"] == "Reset your password, Ada & Bob"
+
+    assert free.delete("/api/v1/templates/reset").status_code == 200
+    for pinning in ({}, {"templateVersion": 1}):
+        gone = send(free, template="reset", data=DATA, **pinning)
+        assert (gone.status_code, gone.json()["code"]) == (400, "send_template_not_found")
+
+    saved(free, subject="Again", html="<p>again</p>", text=None)
+    again = accepted_job(send(free, template="reset", data=DATA)).payload
+    assert (again["templateVersion"], again["subject"]) == (1, "Again")
+
+
+def test_a_change_another_process_made_is_sent_by_the_next_send(free: Client) -> None:
+    saved(free)
+    accepted_job(send(free, template="reset", data=DATA))
+    template = Template.objects.get(account=free.account, alias="reset")
+
+    # What another web process's replace commits: the version, and the account's new stamp in its transaction.
+    TemplateVersion.objects.create(template=template, version=2, subject="Elsewhere", html="<p>x</p>", variables=[])
+    Account.objects.filter(pk=free.account.pk).update(templates_stamp=uuid.uuid4())
+
+    current = accepted_job(send(free, template="reset", data=DATA)).payload
+    assert (current["templateVersion"], current["subject"]) == (2, "Elsewhere")
