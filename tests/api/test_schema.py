@@ -96,7 +96,7 @@ REQUEST_BODIES = {
     ("/api/v1/notifications/email", "post"): (
         "EmailRequest",
         {"to", "subject", "body", "from", "priority", "idempotencyKey", "provider", "fallback", "sendAt"}
-        | {"cc", "bcc", "replyTo", "text", "headers", "tags", "metadata", "attachments"}
+        | {"cc", "bcc", "replyTo", "text", "headers", "tags", "metadata", "attachments", "topic"}
         | {"template", "templateVersion", "data"},
         {"to"},
     ),
@@ -108,7 +108,7 @@ REQUEST_BODIES = {
     ("/api/v1/notifications/email/batch", "post"): ("EmailBatchRequest", {"items"}, {"items"}),
     ("/api/v1/notifications/webhook/batch", "post"): ("WebhookBatchRequest", {"items"}, {"items"}),
     ("/api/v1/user/domain/request", "post"): ("DomainRequest", {"domain"}, {"domain"}),
-    ("/api/v1/suppressions", "post"): ("SuppressionRequest", {"email"}, {"email"}),
+    ("/api/v1/suppressions", "post"): ("SuppressionRequest", {"email", "topic"}, {"email"}),
     ("/api/v1/event-endpoints", "post"): ("EventEndpointRequest", {"url", "events"}, {"url", "events"}),
     ("/api/v1/templates", "post"): (
         "TemplateCreateRequest",
