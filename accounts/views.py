@@ -16,7 +16,7 @@ from accounts.selectors import audit_list, usage_get
 from accounts.serializers import AuditPageSerializer
 from core.api.envelope import iso_utc
 from core.api.fields import OneOfField
-from core.api.pages import Page, PageQuery, page_parameters
+from core.api.pages import PageQuery, page_parameters
 from core.api.schema import QUERY_REFUSED, SESSION_ERROR_DESCRIPTIONS, error_responses
 
 
@@ -97,8 +97,6 @@ class AuditView(AccountHolderView):
         },
     )
     def get(self, request: Request) -> Response:
-        query = PageQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        page = Page.asked(query.validated_data)
+        page = PageQuery.of(request).asked_page
         entries, total = audit_list(account=request_account(request), page=page.number, limit=page.limit)
         return Response(AuditPageSerializer({"data": entries, "pagination": page.pagination(total)}).data)

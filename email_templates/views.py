@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from accounts.access import ANY_MODE, CHANGES, LIVE_ONLY, READS, ApiKeyView
 from accounts.authentication import request_account
 from core.api.fields import POSITIVE_INTEGER_SCHEMA, PositiveIntegerParamField
-from core.api.pages import Page, PageQuery, page_parameters
+from core.api.pages import PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
 from core.api.serializers import RequestSerializer
 from core.errors import (
@@ -79,9 +79,7 @@ class TemplatesView(ApiKeyView):
         },
     )
     def get(self, request: Request) -> Response:
-        query = PageQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        page = Page.asked(query.validated_data)
+        page = PageQuery.of(request).asked_page
         templates, total = template_list(account=request_account(request), page=page.number, limit=page.limit)
         return Response(TemplatePageSerializer({"data": templates, "pagination": page.pagination(total)}).data)
 
@@ -145,8 +143,7 @@ class TemplateView(ApiKeyView):
         },
     )
     def get(self, request: Request, template: str) -> Response:
-        query = TemplateQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
+        query = TemplateQuery.of(request)
         found = template_get(account=request_account(request), template=template)
         version = template_version_get(template=found, version=query.validated_data.get("version"))
         return Response(TemplateSerializer(version).data)
@@ -205,9 +202,7 @@ class TemplateVersionsView(ApiKeyView):
         },
     )
     def get(self, request: Request, template: str) -> Response:
-        query = PageQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        page = Page.asked(query.validated_data)
+        page = PageQuery.of(request).asked_page
         found = template_get(account=request_account(request), template=template)
         versions, total = template_version_list(template=found, page=page.number, limit=page.limit)
         return Response(TemplateVersionPageSerializer({"data": versions, "pagination": page.pagination(total)}).data)

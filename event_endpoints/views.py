@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from accounts.access import CHANGES, LIVE_ONLY, READS, ApiKeyView
 from accounts.authentication import request_account
-from core.api.pages import Page, PageQuery, page_parameters
+from core.api.pages import PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
 from core.errors import EventEndpointLimit, EventEndpointNotFound
 from event_endpoints.models import ENDPOINTS_PER_ACCOUNT
@@ -118,9 +118,7 @@ class EventDeliveriesView(ApiKeyView):
         },
     )
     def get(self, request: Request, endpoint_id: str) -> Response:
-        query = PageQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        page = Page.asked(query.validated_data)
+        page = PageQuery.of(request).asked_page
         endpoint = endpoint_get(account=request_account(request), endpoint_id=endpoint_id)
         deliveries, total = delivery_list(endpoint=endpoint, page=page.number, limit=page.limit)
         return Response(EventDeliveryPageSerializer({"data": deliveries, "pagination": page.pagination(total)}).data)

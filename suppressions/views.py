@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from accounts.access import CHANGES, LIVE_ONLY, READS, ApiKeyView
 from accounts.authentication import request_account
 from core.api.fields import EMAIL_SCHEMA, TOPIC_SCHEMA, EmailAddressField, OneOfField, TopicField
-from core.api.pages import Page, PageQuery, page_parameters
+from core.api.pages import PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
 from core.api.serializers import BodySerializer, RequestSerializer
 from core.errors import AddressSuppressed, SuppressionNotFound
@@ -61,9 +61,8 @@ class SuppressionsView(ApiKeyView):
         },
     )
     def get(self, request: Request) -> Response:
-        query = SuppressionListQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        page = Page.asked(query.validated_data)
+        query = SuppressionListQuery.of(request)
+        page = query.asked_page
         suppressions, total = suppression_list(
             account=request_account(request),
             page=page.number,
@@ -146,7 +145,6 @@ class SuppressionView(ApiKeyView):
         },
     )
     def delete(self, request: Request, email: str) -> Response:
-        query = SuppressionQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
+        query = SuppressionQuery.of(request)
         suppression_remove(account=request_account(request), email=email, topic=query.validated_data.get("topic"))
         return Response({"email": normalized_address(email), "message": REMOVED_MESSAGE})

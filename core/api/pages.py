@@ -22,6 +22,10 @@ class PageQuery(RequestSerializer):
     page = PositiveIntegerParamField(required=False)
     limit = PositiveIntegerParamField(required=False)
 
+    @property
+    def asked_page(self) -> Page:
+        return Page.asked(self.validated_data)
+
 
 @dataclass(frozen=True)
 class Page:

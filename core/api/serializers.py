@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from rest_framework import serializers
+from rest_framework.request import Request
 
 from core.api.exceptions import UnknownField
 
@@ -28,6 +29,13 @@ class RequestSerializer(serializers.Serializer):
     # Off the framework's road: docs/departures.md, "cloned-fields".
     def get_fields(self) -> dict[str, serializers.Field]:
         return {name: _clone(field) for name, field in self._declared_fields.items()}
+
+    @classmethod
+    def of(cls, request: Request) -> Self:
+        """The request's query string, validated: a field it refuses is the 400 that field gives."""
+        query = cls(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        return query
 
 
 # A serializer of a JSON request body, which refuses a field it does not know (docs/rules.md, "Order of checks on a

@@ -25,7 +25,7 @@ from core.api.fields import (
     TextField,
     text_schema,
 )
-from core.api.pages import Page, PageQuery, page_parameters
+from core.api.pages import PageQuery, page_parameters
 from core.api.schema import (
     QUERY_REFUSED,
     SESSION_ERROR_DESCRIPTIONS,
@@ -172,9 +172,8 @@ class JobListView(MountedView):
     )
 
     def get(self, request: Request) -> Response:
-        query = JobListQuery(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        page = Page.asked(query.validated_data)
+        query = JobListQuery.of(request)
+        page = query.asked_page
         jobs, total = job_list(
             account=request_account(request),
             page=page.number,

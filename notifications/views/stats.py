@@ -70,8 +70,7 @@ class DashboardStatsView(AccountHolderView):
         },
     )
     def get(self, request: Request) -> Response:
-        query = self.QuerySerializer(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
+        query = self.QuerySerializer.of(request)
         outcomes = daily_outcomes(account=request_account(request), days=query.validated_data.get("days", 30))
         return Response(
             {
