@@ -63,6 +63,25 @@ class Job(models.Model):
     # An email's topic (its payload's ``topic``), copied beside it for the claim's suppression check, which reads the
     # entries for every email and for this topic without reading the payload (docs/suppressions.md, "Topics").
     topic = models.CharField(max_length=64, null=True, blank=True)
+    # A message's delivery to one of its app's endpoints (docs/customer-webhooks.md): signed with the endpoint's
+    # secret, paced by its rate limit and retried on MESSAGE_RETRY_DELAYS. Null for every other job. Deleting the
+    # endpoint or the message deletes its deliveries.
+    message = models.ForeignKey(
+        "customer_webhooks.Message",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="deliveries",
+        db_index=False,
+    )
+    endpoint = models.ForeignKey(
+        "customer_webhooks.Endpoint",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="deliveries",
+        db_index=False,
+    )
     # Accepted with a test key (docs/rules.md, "Test mode"): its attempts send nothing, and only test keys see it.
     test = models.BooleanField(default=False, db_default=False)
     # Whether the job took its unit of the account's quota when it was stored (docs/rules.md, "Quota"): false for a
@@ -111,6 +130,11 @@ class Job(models.Model):
             # A test key's lists: test jobs are few, and the indexes above would walk every live job to find them.
             # Live lists read the indexes above and pass over the test jobs among them.
             models.Index(fields=["account", "-created_at"], condition=Q(test=True), name="job_account_test_recent"),
+            # A message's deliveries, and an endpoint's newest first: indexed only where set, as few jobs are.
+            models.Index(fields=["message"], condition=Q(message__isnull=False), name="job_message"),
+            models.Index(
+                fields=["endpoint", "-created_at"], condition=Q(endpoint__isnull=False), name="job_endpoint_recent"
+            ),
         ]
 
     # A new email job's files (notifications/attachments.py), not a column: the store writes them in the job's

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "suppressions",
     "event_endpoints",
     "email_templates",
+    "customer_webhooks",
     "dashboard",
     "staff",
     "devtools",

@@ -22,6 +22,7 @@ APPS = (
     "suppressions",
     "event_endpoints",
     "email_templates",
+    "customer_webhooks",
     "dashboard",
     "staff",
     DEVTOOLS,
