@@ -380,6 +380,14 @@ class TemplateNotFound(NotFound):
         super().__init__()
 
 
+class AppNotFound(NotFound):
+    code = "app_not_found"
+
+    def __init__(self, *, app: str) -> None:
+        self.message = f"App {app} not found"
+        super().__init__()
+
+
 class TemplateVersionNotFound(NotFound):
     code = "template_version_not_found"
 
