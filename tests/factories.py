@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import base64
 from datetime import timedelta
 
 import factory
 from django.utils import timezone
 
+from core.crypto import encrypt
+from customer_webhooks.models import App, Endpoint
 from notifications.destination import job_destination
 from notifications.models import DeliveryLog, Job, JobStatus, JobTag, JobType
 from notifications.services import job_labels
@@ -69,3 +72,22 @@ class EmailEventFactory(factory.django.DjangoModelFactory):
     occurred_at = factory.LazyFunction(timezone.now)
     provider_event_id = factory.Sequence(lambda n: f"evt-{n}")
     payload = "{}"
+
+
+class AppFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = App
+
+    name = factory.Sequence(lambda n: f"Customer {n}")
+
+
+# An endpoint's secret as the API makes one (docs/customer-webhooks.md): ``whsec_`` and base64.
+ENDPOINT_SECRET = "whsec_" + base64.b64encode(b"endpoint-secret-for-tests-0123456").decode()
+
+
+class EndpointFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Endpoint
+
+    url = "https://hooks.example.com/customer"
+    encrypted_secret = factory.LazyFunction(lambda: encrypt(ENDPOINT_SECRET))
