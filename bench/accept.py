@@ -246,12 +246,14 @@ def seed_keys(
     plan: str = "startup",
     monthly_limit: int | None = None,
     rate_limit: int | None = None,
+    requests_per_key: int = REQUESTS_PER_KEY,
 ) -> int:
     """Seeds accounts on ``plan`` (Startup) for ``rounds`` rounds and writes their API keys to ``keys_file``, where
     accept.lua reads them; returns the keys a round takes. Each round starts on keys of its own, so no key sees two
     rounds' requests within one minute. ``monthly_limit``, ``rate_limit``: each account's own quota and rate in place
-    of the plan's (batches spend more; a Free key's would refuse the email load)."""
-    keys_per_round = max(args.connections, math.ceil(MAX_RPS * (args.warmup + args.duration) / REQUESTS_PER_KEY))
+    of the plan's (batches spend more; a Free key's would refuse the email load); ``requests_per_key``: the most
+    requests a key may make in a round, which ``rate_limit`` must allow within a minute."""
+    keys_per_round = max(args.connections, math.ceil(MAX_RPS * (args.warmup + args.duration) / requests_per_key))
     seeded = seed_accounts(
         keys_per_round * rounds, prefix=prefix, plan=plan, monthly_limit=monthly_limit, rate_limit=rate_limit
     )
@@ -293,23 +295,35 @@ def seed_load(args: argparse.Namespace) -> tuple[int, Load]:
 
 
 def seed_email_keys(
-    args: argparse.Namespace, rounds: int, *, keys_file: Path = KEYS_FILE, prefix: str = "accept"
+    args: argparse.Namespace,
+    rounds: int,
+    *,
+    keys_file: Path = KEYS_FILE,
+    prefix: str = "accept",
+    requests_per_key: int | None = None,
 ) -> int:
     """``seed_keys`` for email sends: Free accounts, whose email goes out through the platform's sender with no
     provider key or sending domain (docs/rules.md, "Senders"). Each has the Startup plan's rate and quota as its own,
     in place of Free's 5 a minute and 100 a month, so the keys are planned as the webhook load's and none is limited;
-    Free counts every email."""
+    Free counts every email. With ``requests_per_key``, each has a rate and a quota that let it make that many in a
+    round, as an account that sends a lot is given: a round then takes as few keys as it can."""
     from accounts.plans import Plan, limits_for
 
     startup = limits_for(Plan.STARTUP)
+    rate, quota, per_key = (
+        (startup.requests_per_minute, startup.monthly_quota, REQUESTS_PER_KEY)
+        if requests_per_key is None
+        else (requests_per_key, requests_per_key, requests_per_key)
+    )
     return seed_keys(
         args,
         rounds,
         keys_file=keys_file,
         prefix=prefix,
         plan=Plan.FREE,
-        monthly_limit=startup.monthly_quota,
-        rate_limit=startup.requests_per_minute,
+        monthly_limit=quota,
+        rate_limit=rate,
+        requests_per_key=per_key,
     )
 
 

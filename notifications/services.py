@@ -17,6 +17,7 @@ from django.utils.html import escape
 
 from accounts.models import Account
 from accounts.selectors import signing_secrets_get
+from accounts.services import usage_consume
 from core.api.envelope import iso_utc
 from core.crypto import encrypt
 from core.errors import (
@@ -563,9 +564,9 @@ class EmailTestResult:
 def email_test_send(*, account: Account, subject: str, html: str, text: str | None) -> EmailTestResult:
     """Sends a message to the holder's own address now, as one attempt of an email job of the account would go:
     from the account's sender, through its providers with failover (the platform's on the Free plan), and not to a
-    suppressed address. No job is stored and no quota is spent, as for a test webhook (docs/dashboard.md,
-    "The templates pages"). Raises EmailUnconfirmedForTest, or what the route refuses (no provider key, no
-    verified sending domain)."""
+    suppressed address. No job is stored; a plan whose quota counts email (Free, through the platform's providers)
+    spends a unit on it as on any email it sends (docs/dashboard.md, "The templates pages"). Raises
+    EmailUnconfirmedForTest, what the route refuses (no provider key, no verified sending domain), or QuotaExceeded."""
     if not account.is_confirmed:
         # An unconfirmed address may be someone else's: no mail of the holder's making goes to it.
         raise EmailUnconfirmedForTest()
@@ -576,6 +577,8 @@ def email_test_send(*, account: Account, subject: str, html: str, text: str | No
     if reason is not None:
         outcome = AttemptOutcome.failure(suppressed_message(reason), retryable=False)
     else:
+        if account.limits.quota_counts_email:
+            usage_consume(account=account)
         email = OutgoingEmail(job_id=None, sender=route.sender, to=to, subject=subject, html=html, text=text)
         outcome = email_send(email, route)
     return EmailTestResult(to=to, sender=route.sender, sent_at=sent_at, outcome=outcome)

@@ -12,6 +12,7 @@ from django.core import mail
 from django.test import Client as Browser
 
 from accounts.models import Account, AuditAction, AuditEntry, UsagePeriod
+from accounts.services import account_set_monthly_limit
 from email_templates.models import Template, TemplateVersion
 from email_templates.services import template_create, template_update
 from notifications.models import Job
@@ -471,8 +472,31 @@ def test_a_test_email_goes_to_the_holders_own_address_as_their_email_goes(free_h
     assert f"Sent to {account.user.email} from noreply@notifyhub.local in" in text
     assert "check your inbox." in text
     assert "<iframe sandbox" in page_html(response)
-    # As a test webhook: no job, no quota.
+    # No job; on Free, whose quota counts every email, a unit as any email it sends.
     assert not Job.objects.filter(account=account).exists()
+    assert UsagePeriod.objects.get(account=account).used == 1
+
+
+def test_a_test_email_beyond_the_free_quota_is_refused(free_holder: Holder) -> None:
+    browser, account = free_holder
+    template = welcome(account)
+    account_set_monthly_limit(account=account, limit=1)
+    assert preview(browser, template, action="send-test").status_code == 200
+
+    response = preview(browser, template, action="send-test")
+
+    assert response.status_code == 403
+    assert "Monthly usage limit exceeded (1/1). Upgrade your plan or wait for reset on" in page_text(response)
+    assert len(mail.outbox) == 1
+    assert UsagePeriod.objects.get(account=account).used == 1
+
+
+def test_a_paid_plans_test_email_spends_no_quota(startup: Client, sendgrid: FakeSendGrid) -> None:
+    browser, account = signed_in(ready_to_send(startup))
+
+    assert preview(browser, welcome(account), action="send-test").status_code == 200
+
+    assert len(sendgrid.sent) == 1
     assert not UsagePeriod.objects.filter(account=account, used__gt=0).exists()
 
 
