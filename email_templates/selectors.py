@@ -70,11 +70,12 @@ class ResolvedTemplate:
 # A send's template is resolved and parsed once a process while its account's templates stay as they are: an entry
 # holds while the account's templates_stamp, read with the API key, is the one it was resolved at (every create,
 # update and delete gives a new stamp in its transaction), so a change made by any process is seen by the next
-# request. Keyed by (account id, `template` as sent, `templateVersion` or None); weighed by the version's source
-# characters, which bound its parse's memory (docs/templates.md, "Sending with a template").
+# request. Keyed by (account id, `template` as sent, `templateVersion` or None); weighed by the bytes its parse holds
+# (engine.parsed_bytes), so the cache's memory is bounded whatever the templates are made of (docs/templates.md,
+# "Operators").
 # Off the framework's road: docs/departures.md, "resolved-template-cache".
 RESOLVED_TEMPLATES: BoundedLRU[tuple[int, str, int | None], ResolvedTemplate] = BoundedLRU(
-    max_entries=4096, max_weight=8 * 1024 * 1024
+    max_entries=4096, max_weight=64 * 1024 * 1024
 )
 
 
@@ -111,7 +112,7 @@ def _resolved_for_send(account: Account, template: str, version: int | None) -> 
         alias=found.template.alias,
         compiled=engine.compiled(parts),
     )
-    return resolved, len(parts.subject) + len(parts.html) + len(parts.text or "")
+    return resolved, engine.parsed_bytes(resolved.compiled)
 
 
 def template_preview(*, version: TemplateVersion, data: Mapping[str, Any]) -> engine.Rendered:
