@@ -14,7 +14,8 @@
   attachments  emails with a 10 MiB attachment: accept time, web and worker memory, webhooks beside, reads
   templates  an email send with a stored template against a plain one under gunicorn; the render alone in one process
   unsubscribe  the one-click unsubscribe POST under gunicorn at a steady rate, repeats among them; each link stored once
-  all       the fourteen in turn (the default)
+  instructions  the instructions one accepted send costs the web process (valgrind), this code against a revision
+  all       the fifteen in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -37,6 +38,7 @@ from bench import (
     emails,
     events,
     events_out,
+    instructions,
     purge,
     scale,
     scheduled,
@@ -64,6 +66,7 @@ BENCHES = {
     "attachments": attachments,
     "templates": templates,
     "unsubscribe": unsubscribe,
+    "instructions": instructions,
 }
 DATABASE = "notifyhub_bench"
 
@@ -84,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
         common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common_options()], help="the fourteen in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the fifteen in turn (the default)")
     return parser
 
 

@@ -25,12 +25,17 @@ def may_be_listed(email: str) -> bool:
 
 
 # Every email's send asks it, and through the ORM building the statement cost more than running it
-# (docs/departures.md). Of an address's entries it reads those for every email and for the send's topic, in the
-# unique index that (account, address) leads; the one for every email answers first.
+# (docs/departures.md). Both read the unique indexes that (account, address) leads.
 # Off the framework's road: docs/departures.md, "raw-sql-suppression-check".
-SUPPRESSION_REASON_SQL = f"""
+_REASON_OF_ADDRESS = f"""
     SELECT {sql.column(Suppression, "reason")} FROM {sql.table(Suppression)}
     WHERE {sql.column(Suppression, "account")} = %s AND {sql.column(Suppression, "email")} = %s
+"""
+# An email without a topic (a transactional one), most sends: only the entry for every email stops it, the one row
+# the partial unique index holds for the address.
+SUPPRESSION_REASON_SQL = f"{_REASON_OF_ADDRESS} AND {sql.column(Suppression, 'topic')} IS NULL"
+# An email on a topic: the address's entry for every email, else its entry for the topic.
+TOPIC_SUPPRESSION_REASON_SQL = f"""{_REASON_OF_ADDRESS}
       AND ({sql.column(Suppression, "topic")} IS NULL OR {sql.column(Suppression, "topic")} = %s)
     ORDER BY {sql.column(Suppression, "topic")} IS NULL DESC LIMIT 1
 """
@@ -38,9 +43,15 @@ SUPPRESSION_REASON_SQL = f"""
 
 def suppression_reason(*, account_id: int, email: str, topic: str | None = None) -> str | None:
     """Why the account does not email ``email`` on ``topic`` (None: a transactional email, which only an entry for
-    every email stops), or None when it may: one lookup in the unique index."""
+    every email stops), or None when it may: one lookup in a unique index."""
+    address = normalized_address(email)
+    statement, params = (
+        (SUPPRESSION_REASON_SQL, [account_id, address])
+        if topic is None
+        else (TOPIC_SUPPRESSION_REASON_SQL, [account_id, address, topic])
+    )
     with connection.cursor() as cursor:
-        cursor.execute(SUPPRESSION_REASON_SQL, [account_id, normalized_address(email), topic])
+        cursor.execute(statement, params)
         row = cursor.fetchone()
     return None if row is None else str(row[0])
 

@@ -1,0 +1,163 @@
+"""instructions: the instructions one accepted send costs the web process, counted by valgrind's callgrind, this
+code against another revision's (``--against``).
+
+A wall-clock comparison (accept) on a 2-core machine moves by a few percent from run to run, as much as the change it
+judges; an instruction count does not move with the machine's other load. Each side gets a database of its own,
+migrated by its own code, with one account (Free, with a rate and a quota of its own so none is limited). Then, for
+each side, two processes of its code under callgrind: both set Django up and make WARMUP sends through Django's test
+client (the whole request: middleware, authentication, the rate limit, the view, the statements), then one makes
+``--sends`` more and the other none. The difference over ``--sends`` is one send's instructions in the web process,
+without gunicorn's (the same on both sides) and without PostgreSQL's or Redis's: a change to what a send asks them
+is judged by its statements apart. bench/README.md says how to read the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from bench.accept import EMAIL, SINGLE, Load
+from bench.common import BIN, ROOT, VAR_DIR, BenchError, log, option, own_services, revision_tree, table, verdict
+
+HELP = "instructions per accepted send in the web process (valgrind), this code against --against"
+DATABASE = "notifyhub_bench_instructions"
+# The target every change to the accept path is held to: after against before.
+MIN_SHARE_OF_BEFORE = 0.97
+WARMUP = 40
+# What each side's process runs, from its own tree: only Django and the side's own services, so a revision from before
+# this file works too. SEED makes the account and prints its key; SEND makes WARMUP sends, then $SENDS.
+SEED = """
+import os, django
+django.setup()
+from accounts.services import account_create, account_set_monthly_limit, account_set_rate_limit
+account, key = account_create(email="instructions@bench.example", plan="free")
+account_set_monthly_limit(account=account, limit=1_000_000)
+account_set_rate_limit(account=account, rate=1_000_000)
+print(key)
+"""
+SEND = """
+import json, os, uuid, django
+django.setup()
+from django.test import Client
+client, body = Client(SERVER_NAME="localhost"), json.loads(os.environ["BENCH_BODY"])
+headers = {"HTTP_X_API_KEY": os.environ["BENCH_KEY"]}
+def sends(count):
+    for _ in range(count):
+        answer = client.post(os.environ["BENCH_PATH"], data=json.dumps({**body, "idempotencyKey": uuid.uuid4().hex}),
+                             content_type="application/json", secure=True, **headers)
+        assert answer.status_code == 202, (answer.status_code, answer.content[:300])
+sends(int(os.environ["BENCH_WARMUP"]))
+sends(int(os.environ["BENCH_SENDS"]))
+"""
+INSTRUCTIONS = re.compile(r"I\s+refs:\s+([\d,]+)")
+COLUMNS = "side<10|revision<14|instructions a send>22|with sends>18|without>18"
+
+
+@dataclass(frozen=True)
+class Side:
+    name: str
+    tree: Path
+    database_url: str
+
+
+@dataclass(frozen=True)
+class Count:
+    side: Side
+    revision: str
+    with_sends: int
+    without: int
+    sends: int
+
+    @property
+    def per_send(self) -> float:
+        return (self.with_sends - self.without) / self.sends
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    before = "the git revision before the change (HEAD: what is not committed)"
+    option(parser, "against", "HEAD", before, env="instructions")
+    option(parser, "sends", 200, "sends counted after the warm-up", env="instructions")
+    option(parser, "send", "email", "what a request sends", env="instructions", choices=["webhook", "email"])
+
+
+def run(args: argparse.Namespace) -> None:
+    if shutil.which("valgrind") is None:
+        raise BenchError("valgrind is not installed; on Debian/Ubuntu: apt-get install valgrind")
+    load = EMAIL if args.send == "email" else SINGLE
+    log(f"instructions: {args.send} sends, {args.sends} counted after {WARMUP}, this code against {args.against}")
+    with own_services(args):
+        after_side = Side("after", ROOT, args.database_url)
+        before_side = Side("before", revision_tree(args.against), _url(args, "before"))
+        _migrate(before_side)
+        counts = [_count(side, load, args.sends, args.against) for side in (after_side, before_side)]
+    after, before = counts
+    table(COLUMNS, [(c.side.name, c.revision, c.per_send, c.with_sends, c.without) for c in counts])
+    share = before.per_send / after.per_send
+    verdict("before/after instructions", f"{share:.1%}", f">= {MIN_SHARE_OF_BEFORE:.0%}", share >= MIN_SHARE_OF_BEFORE)
+    extra = after.per_send - before.per_send
+    print(f"  after: {extra:+,.0f} instructions a send ({after.per_send / before.per_send - 1:+.2%})")
+
+
+def _url(args: argparse.Namespace, suffix: str) -> str:
+    """The bench's database URL with ``suffix`` on the database's name: the other side's, made anew."""
+    params = conninfo_to_dict(args.database_url)
+    name = f"{params['dbname']}_{suffix}"
+    with psycopg.connect(args.database_url, dbname="postgres", autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return args.database_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def _env(side: Side, **extra: str) -> dict[str, str]:
+    # The same hash seed on both sides and both runs: dict and set layouts, and so their work, alike.
+    return {**os.environ, "DATABASE_URL": side.database_url, "LOG_LEVEL": "WARNING", "PYTHONHASHSEED": "0", **extra}
+
+
+def _migrate(side: Side) -> None:
+    log(f"instructions: migrating the {side.name} side's database with its own code")
+    subprocess.run([str(BIN / "python"), "manage.py", "migrate", "-v", "0"], cwd=side.tree, env=_env(side), check=True)
+
+
+def _count(side: Side, load: Load, sends: int, against: str) -> Count:
+    """Seeds the side's account, then counts a run with ``sends`` and one without, side by side."""
+    seeded = subprocess.run(
+        [str(BIN / "python"), "-c", SEED], cwd=side.tree, env=_env(side), capture_output=True, text=True
+    )
+    if seeded.returncode != 0:
+        raise BenchError(f"{side.name}: seeding failed: {seeded.stderr[-500:]}")
+    env = _env(
+        side,
+        BENCH_KEY=seeded.stdout.split()[-1],
+        BENCH_PATH=load.path,
+        BENCH_BODY=json.dumps({k: v for k, v in load.one_send("").items() if k != "idempotencyKey"}),
+        BENCH_WARMUP=str(WARMUP),
+    )
+    log(f"instructions: {side.name}: two runs under callgrind (minutes)")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with_sends, without = pool.map(lambda count: _instructions(side, env, count), (sends, 0))
+    revision = "this code" if side.tree == ROOT else against
+    return Count(side, revision, with_sends, without, sends)
+
+
+def _instructions(side: Side, env: dict[str, str], sends: int) -> int:
+    """The instructions of one process of the side's code making WARMUP and ``sends`` sends."""
+    out = VAR_DIR / f"callgrind-{side.name}-{sends}.out"
+    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(BIN / "python"), "-c", SEND]
+    env = {**env, "BENCH_SENDS": str(sends)}
+    done = subprocess.run(command, cwd=side.tree, env=env, capture_output=True, text=True)
+    found = INSTRUCTIONS.search(done.stderr)
+    if done.returncode != 0 or found is None:
+        raise BenchError(f"{side.name}: the counted run failed: {done.stderr[-800:]}")
+    out.unlink(missing_ok=True)
+    return int(found.group(1).replace(",", ""))
