@@ -388,6 +388,20 @@ class AppNotFound(NotFound):
         super().__init__()
 
 
+class EndpointNotFound(NotFound):
+    """An app's endpoint that is not the app's, or not the account's (docs/customer-webhooks.md)."""
+
+    code = "endpoint_not_found"
+    message = "Endpoint not found"
+
+
+class MessageNotFound(NotFound):
+    """A message that is not the app's, or not of the caller's mode (docs/customer-webhooks.md, "Messages")."""
+
+    code = "message_not_found"
+    message = "Message not found"
+
+
 class TemplateVersionNotFound(NotFound):
     code = "template_version_not_found"
 

@@ -7,6 +7,7 @@ engine claims, signs, retries and records them as it does every job.
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from django.db import models
@@ -23,8 +24,17 @@ UID_MAX_LENGTH = 64
 NAME_MAX_LENGTH = 200
 DESCRIPTION_MAX_LENGTH = 500
 EVENT_TYPE_MAX_LENGTH = 128
+# An event type: lowercase segments of a-z, 0-9, _ and - joined by dots (``invoice.paid``), at most
+# EVENT_TYPE_MAX_LENGTH characters; what an endpoint subscribes to and a message is sent as.
+EVENT_TYPE_PATTERN = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
+EVENT_TYPE_RULE = f"lowercase segments of a-z, 0-9, _ and - joined by dots, at most {EVENT_TYPE_MAX_LENGTH} characters"
 # The most deliveries a second an endpoint's rateLimit may ask for.
 RATE_LIMIT_MAX = 1000
+
+
+def is_event_type(value: object) -> bool:
+    """Whether ``value`` is an event type by EVENT_TYPE_PATTERN and EVENT_TYPE_MAX_LENGTH."""
+    return isinstance(value, str) and len(value) <= EVENT_TYPE_MAX_LENGTH and bool(EVENT_TYPE_PATTERN.fullmatch(value))
 
 
 class App(models.Model):

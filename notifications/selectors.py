@@ -195,11 +195,21 @@ def job_page(*, account: Account, page: int, limit: int, filters: JobFilters = J
 
 
 def failed_jobs(
-    *, account: Account | None = None, job_type: str | None = None, created_since: datetime | None = None
+    *,
+    account: Account | None = None,
+    job_type: str | None = None,
+    created_since: datetime | None = None,
+    endpoint_id: uuid.UUID | None = None,
+    test: bool | None = None,
 ) -> QuerySet[Job]:
-    """Failed jobs of ``account``, or of every usable account (active, not deleted), optionally of one type and
-    created since a moment: what an operator's bulk retry takes up."""
+    """Failed jobs of ``account``, or of every usable account (active, not deleted), optionally of one type,
+    created since a moment, delivering to one app's endpoint (docs/customer-webhooks.md) or of one mode: what an
+    operator's bulk retry, and an endpoint's recover, take up."""
     jobs = Job.objects.filter(status=JobStatus.FAILED)
+    if endpoint_id is not None:
+        jobs = jobs.filter(endpoint_id=endpoint_id)
+    if test is not None:
+        jobs = jobs.filter(test=test)
     if account is None:
         jobs = jobs.filter(account__is_active=True, account__deleted_at__isnull=True)
     else:

@@ -39,7 +39,7 @@ from notifications.delivery.webhook import send as send_webhook
 from notifications.delivery.wire import json_bytes
 from notifications.destination import job_destination
 from notifications.engine import store
-from notifications.engine.queue import job_enqueue
+from notifications.engine.queue import dispatch_soon, job_enqueue
 from notifications.engine.transitions import NextState
 from notifications.models import SKIPPED_RECIPIENTS, DestinationHealth, Job, JobStatus, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
@@ -218,6 +218,45 @@ def webhook_job_new(
         send_at=send_at,
         test=test,
     )
+
+
+def message_delivery_new(
+    *,
+    account: Account,
+    message_id: uuid.UUID,
+    endpoint_id: uuid.UUID,
+    payload: dict[str, Any],
+    url_credentials: str | None,
+    max_attempts: int,
+    test: bool,
+) -> Job:
+    """A message's delivery to one of its app's endpoints, a webhook job not stored yet (docs/customer-webhooks.md,
+    "Deliveries are webhook jobs"): ``payload`` holds the endpoint's URL masked, as the endpoint keeps it, and
+    ``url_credentials`` its credentials, encrypted."""
+    job = _new_job(
+        account=account,
+        type=JobType.WEBHOOK,
+        payload=payload,
+        priority=None,
+        idempotency_key=None,
+        url_credentials=url_credentials,
+        test=test,
+    )
+    job.message_id, job.endpoint_id, job.max_attempts = message_id, endpoint_id, max_attempts
+    return job
+
+
+def due_jobs_store(jobs: Sequence[Job]) -> None:
+    """Stores new jobs of one account and mode, due at once, as a batch's are (docs/rules.md, "Batches"): one
+    multi-row INSERT with the quota's units for all of them, all or none, in the caller's transaction; one task asks
+    the dispatcher to send theirs once it commits. Raises the account's QuotaExceeded, storing nothing."""
+    now = timezone.now()
+    for job in jobs:
+        job.requeue_at = now
+    store.insert_batch(jobs, arrivals=(), announced=False)
+    transaction.on_commit(dispatch_soon)
+    for job in jobs:
+        job_accepted(job.type)
 
 
 def job_store(job: Job) -> Job:
@@ -412,16 +451,21 @@ def failed_jobs_retry(
     account: Account | None = None,
     job_type: str | None = None,
     created_since: datetime | None = None,
+    endpoint_id: uuid.UUID | None = None,
+    test: bool | None = None,
     batch_size: int = 1000,
 ) -> Iterator[RetriedBatch]:
-    """Re-queues failed jobs (of one account, else of every usable one) with Retry Job's rules, a batch per
-    transaction, each job's task published once its batch is committed; yields what each batch did.
+    """Re-queues failed jobs (of one account, else of every usable one; as failed_jobs picks them) with Retry Job's
+    rules, a batch per transaction, each job's task published once its batch is committed; yields what each batch
+    did.
 
     A re-queued job is no longer failed: a run stopped between batches is finished by running it again.
     """
     accounts = [account] if account else Account.objects.filter(is_active=True, deleted_at__isnull=True).order_by("id")
     for holder in accounts:
-        failed = failed_jobs(account=holder, job_type=job_type, created_since=created_since)
+        failed = failed_jobs(
+            account=holder, job_type=job_type, created_since=created_since, endpoint_id=endpoint_id, test=test
+        )
         if email_needs_provider_key(holder):
             if skipped := failed.filter(type=JobType.EMAIL).count():
                 yield RetriedBatch(requeued=0, skipped=skipped)

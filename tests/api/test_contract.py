@@ -102,6 +102,9 @@ ACCOUNT_RULES = {
     "templates_render_create": re.compile(TEMPLATE_RENDER_RULES, re.DOTALL),
     "notifications_webhook_create": re.compile(rf"{re.escape(LOCAL_URL_MESSAGE)}|{SEND_AT_TOO_FAR}"),
     "event_endpoints_create": re.compile(re.escape(LOCAL_URL_MESSAGE)),
+    # The time of the request, as for sendAt: a recover's `since` neither ahead of it nor older than the jobs are kept
+    # (docs/customer-webhooks.md, "Messages").
+    "apps_endpoints_recover_create": re.compile(r"since must (not be in the future|be within the last [0-9]+ days)"),
 }
 
 

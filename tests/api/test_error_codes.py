@@ -12,6 +12,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from accounts.services import (
 )
 from core.api.exceptions import error_status
 from core.errors import CodedError
+from customer_webhooks.models import App
 from domains.models import DomainStatus, SenderDomain
 from email_templates.services import template_create
 from event_endpoints.services import endpoint_create
@@ -49,7 +51,7 @@ from tests.api.test_envelope import CODE, assert_error
 from tests.api.test_hostile_input import post_raw
 from tests.clients import APIClient
 from tests.conftest import Client, ready_to_send
-from tests.factories import FailedJobFactory
+from tests.factories import AppFactory, FailedJobFactory
 from tests.fakes.events import Delivery, PostmarkEvents, SendGridEvents
 from tests.fakes.providers import FakeResend
 from tests.providers_fixtures import RESEND_KEY
@@ -441,6 +443,29 @@ def template_saved(request: pytest.FixtureRequest, **parts: str) -> Client:
     body = {"alias": "welcome", "name": "Welcome", "subject": "Hi", "html": "<p>Hi</p>", **parts}
     free.post("/api/v1/templates", body)
     return free
+
+
+def an_app_of(request: pytest.FixtureRequest) -> tuple[Client, App]:
+    holder = client(request)
+    return holder, AppFactory(account=holder.account)
+
+
+@answers("app_not_found", 404, "App customer-9 not found")
+def a_message_to_an_unknown_app(request: pytest.FixtureRequest) -> Any:
+    return client(request).post("/api/v1/apps/customer-9/messages", {"eventType": "invoice.paid", "payload": {}})
+
+
+@answers("message_not_found", 404, "Message not found")
+def an_unknown_message(request: pytest.FixtureRequest) -> Any:
+    holder, app = an_app_of(request)
+    return holder.get(f"/api/v1/apps/{app.id}/messages/{uuid.uuid4()}")
+
+
+@answers("endpoint_not_found", 404, "Endpoint not found")
+def the_recover_of_an_unknown_endpoint(request: pytest.FixtureRequest) -> Any:
+    holder, app = an_app_of(request)
+    since = {"since": datetime.now(UTC).isoformat()}
+    return holder.post(f"/api/v1/apps/{app.id}/endpoints/{uuid.uuid4()}/recover", since)
 
 
 @answers("template_syntax_error", 400, "html has a syntax error on line 2: expected tag endif, found end of expression")

@@ -74,6 +74,10 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/templates/{template}", "delete"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/templates/{template}/versions", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/templates/{template}/render", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {404}),
+    ("/api/v1/apps/{app}/messages", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
+    ("/api/v1/apps/{app}/messages", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {404, 409}),
+    ("/api/v1/apps/{app}/messages/{message_id}", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
+    ("/api/v1/apps/{app}/endpoints/{endpoint_id}/recover", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {404}),
     ("/api/v1/user/usage", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/audit", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/dashboard", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
@@ -121,6 +125,12 @@ REQUEST_BODIES = {
         {"subject", "html"},
     ),
     ("/api/v1/templates/{template}/render", "post"): ("TemplateRenderRequest", {"data"}, {"data"}),
+    ("/api/v1/apps/{app}/messages", "post"): (
+        "MessageRequest",
+        {"eventType", "payload", "idempotencyKey"},
+        {"eventType", "payload"},
+    ),
+    ("/api/v1/apps/{app}/endpoints/{endpoint_id}/recover", "post"): ("EndpointRecoverRequest", {"since"}, {"since"}),
 }
 PROVIDERS = ["SENDGRID", "RESEND", "POSTMARK"]
 JOB_TYPES = ["email", "webhook"]

@@ -5,10 +5,12 @@ before any field is checked, on every operation that takes a JSON body (docs/rul
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from customer_webhooks.models import Message
 from domains.models import SenderDomain
 from email_templates.models import TemplateVersion
 from email_templates.services import template_create
@@ -18,8 +20,11 @@ from suppressions.models import Suppression
 from tests.api.test_envelope import assert_error
 from tests.clients import APIClient
 from tests.conftest import EMAIL, WEBHOOK, Client
+from tests.factories import AppFactory, EndpointFactory
 from tests.notifications.test_test_mode import with_test_key
 
+# A recover's `since`, which may be neither ahead of the request nor older than the jobs are kept.
+YESTERDAY = (datetime.now(UTC) - timedelta(days=1)).isoformat()
 # Every operation with a JSON body: a body it takes, and what a Free account's valid body is answered (the domain's
 # 403 is the plan's, not the body's).
 BODIES: dict[tuple[str, str], tuple[dict[str, Any], int]] = {
@@ -33,6 +38,8 @@ BODIES: dict[tuple[str, str], tuple[dict[str, Any], int]] = {
     ("/api/v1/templates", "post"): ({"alias": "receipt", "name": "Receipt", "subject": "Hi", "html": "<p>Hi</p>"}, 201),
     ("/api/v1/templates/{template}", "put"): ({"subject": "Hello", "html": "<p>Hello</p>"}, 200),
     ("/api/v1/templates/{template}/render", "post"): ({"data": {}}, 200),
+    ("/api/v1/apps/{app}/messages", "post"): ({"eventType": "invoice.paid", "payload": {"n": 1}}, 202),
+    ("/api/v1/apps/{app}/endpoints/{endpoint_id}/recover", "post"): ({"since": YESTERDAY}, 202),
 }
 # The template a path's {template} names, made before the request.
 EXISTING_TEMPLATE = "welcome"
@@ -41,7 +48,7 @@ UNKNOWN = {"colour": "teal"}
 
 def stored(client: Client) -> dict[str, int]:
     """How many the account has of each thing a body creates (a template's versions for a template)."""
-    kinds = [Job, Suppression, EventEndpoint, SenderDomain]
+    kinds = [Job, Suppression, EventEndpoint, SenderDomain, Message]
     counts = {kind.__name__: kind.objects.filter(account=client.account).count() for kind in kinds}
     return counts | {"TemplateVersion": TemplateVersion.objects.filter(template__account=client.account).count()}
 
@@ -64,6 +71,9 @@ def test_an_unknown_field_is_refused_and_nothing_is_stored(free: Client, path: s
     if "{template}" in path:
         template_create(account=free.account, alias=EXISTING_TEMPLATE, name="Welcome", subject="Hi", html="<p>Hi</p>")
         path = path.replace("{template}", EXISTING_TEMPLATE)
+    if "{app}" in path:
+        endpoint = EndpointFactory(app=AppFactory(account=free.account))
+        path = path.replace("{app}", str(endpoint.app_id)).replace("{endpoint_id}", str(endpoint.id))
     before = stored(free)
 
     refused = getattr(free.http, method)(path, {**body, **UNKNOWN}, format="json", HTTP_X_API_KEY=free.api_key)
