@@ -15,7 +15,8 @@
   templates  an email send with a stored template against a plain one under gunicorn; the render alone in one process
   unsubscribe  the one-click unsubscribe POST under gunicorn at a steady rate, repeats among them; each link stored once
   instructions  the instructions one accepted send costs the web process (valgrind), this code against a revision
-  all       the fifteen in turn (the default)
+  messages  a message to an app's 10 endpoints against a single webhook send under gunicorn: the time each accepts in
+  all       the sixteen in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -39,6 +40,7 @@ from bench import (
     events,
     events_out,
     instructions,
+    messages,
     purge,
     scale,
     scheduled,
@@ -67,6 +69,7 @@ BENCHES = {
     "templates": templates,
     "unsubscribe": unsubscribe,
     "instructions": instructions,
+    "messages": messages,
 }
 DATABASE = "notifyhub_bench"
 
@@ -87,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
         common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common_options()], help="the fifteen in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the sixteen in turn (the default)")
     return parser
 
 
