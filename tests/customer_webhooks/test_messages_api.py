@@ -4,11 +4,14 @@ failed deliveries recovered (docs/customer-webhooks.md, "Messages")."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import KeyScope
@@ -16,10 +19,12 @@ from accounts.plans import Plan
 from accounts.selectors import usage_get
 from accounts.services import api_key_create, usage_consume
 from core.crypto import encrypt
+from customer_webhooks import messages
 from customer_webhooks.models import App, Endpoint, Message
 from notifications.engine.processing import jobs_dispatch
 from notifications.models import Job, JobStatus
 from tests.api.test_envelope import assert_error
+from tests.clients import APIClient
 from tests.conftest import Client
 from tests.factories import AppFactory, EndpointFactory, FailedJobFactory
 from tests.notifications.test_test_mode import with_test_key
@@ -379,3 +384,65 @@ def test_recover_needs_a_full_key(startup: Client, app: App) -> None:
     refused = sender.post(recover_path(app, endpoint), {"since": timezone.now().isoformat()})
 
     assert_error(refused, 403, "This API key's scope does not allow this request", "api_key_scope_refused")
+
+
+def test_recover_takes_more_failed_deliveries_than_a_page_holds_and_publishes_every_one(
+    startup: Client,
+    app: App,
+    broker_messages: Messages,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(messages, "RECOVER_PAGE", 2)
+    endpoint = EndpointFactory(app=app)
+    failed = [_failed_delivery(endpoint, hours_ago=1 + n / 10) for n in range(5)]
+
+    with django_capture_on_commit_callbacks(execute=True) as published:
+        answer = startup.post(recover_path(app, endpoint), {"since": (timezone.now() - timedelta(days=1)).isoformat()})
+
+    assert answer.json()["data"] == {"requeued": 5}
+    assert len(published) == 5
+    assert sorted(m["args"][0] for m in broker_messages()) == sorted(str(job.id) for job in failed)
+    assert set(Job.objects.filter(id__in=[job.id for job in failed]).values_list("status", flat=True)) == {"pending"}
+
+
+def _queries(client: Client, path: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(path).status_code == 200
+    return len(captured)
+
+
+def test_a_message_and_the_list_read_the_same_queries_however_many_deliveries(startup: Client, app: App) -> None:
+    EndpointFactory(app=app)
+    one = accepted(send(startup, app))["messageId"]
+    for _ in range(4):
+        EndpointFactory(app=app)
+    five = accepted(send(startup, app))["messageId"]
+
+    assert _queries(startup, f"{messages_path(app)}/{one}") == _queries(startup, f"{messages_path(app)}/{five}")
+    assert _queries(startup, messages_path(app)) == _queries(startup, f"{messages_path(app)}?limit=1")
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_ten_concurrent_messages_with_one_key_store_one_message_and_its_deliveries(
+    make_client: Callable[..., Client],
+) -> None:
+    client = make_client(Plan.STARTUP)
+    app = AppFactory(account=client.account)
+    for _ in range(3):
+        EndpointFactory(app=app)
+    body = {"eventType": "invoice.paid", "payload": PAYLOAD, "idempotencyKey": "race"}
+
+    def post(_: int) -> int:
+        try:  # one client per thread: test clients keep state
+            answer = APIClient().post(messages_path(app), body, format="json", HTTP_X_API_KEY=client.api_key)
+            return int(answer.status_code)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        statuses = sorted(pool.map(post, range(10)))
+
+    assert statuses == [202] + [409] * 9
+    assert stored(client) == (1, 3, 3)
