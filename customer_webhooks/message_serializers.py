@@ -11,7 +11,15 @@ from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from core.api.envelope import iso_utc
-from core.api.fields import IsoDateTimeField, JsonObjectField, OneOfField, StrictField, TextField, ZonedDateTimeField
+from core.api.fields import (
+    IsoDateTimeField,
+    JsonObjectField,
+    OneOfField,
+    StrictField,
+    TextField,
+    ZonedDateTimeField,
+    whole_value,
+)
 from core.api.pages import PageQuery, PaginationSerializer
 from core.api.serializers import BodySerializer
 from customer_webhooks.messages import MessageSent
@@ -23,7 +31,7 @@ EVENT_TYPE_SCHEMA = {
     "type": "string",
     "minLength": 1,
     "maxLength": EVENT_TYPE_MAX_LENGTH,
-    "pattern": f"^{EVENT_TYPE_PATTERN.pattern}$",
+    "pattern": whole_value(EVENT_TYPE_PATTERN.pattern),
 }
 # A live message's answers are as a live job's; a test key's message says it is one.
 TEST_FIELD_TEXT = "Present, and true, only on a message sent with a test API key: its deliveries send nothing."
