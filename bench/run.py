@@ -16,7 +16,8 @@
   unsubscribe  the one-click unsubscribe POST under gunicorn at a steady rate, repeats among them; each link stored once
   instructions  the instructions one accepted send costs the web process (valgrind), this code against a revision
   messages  a message to an app's 10 endpoints against a single webhook send under gunicorn: the time each accepts in
-  all       the sixteen in turn (the default)
+  rate-limit  an app's endpoint limited to 10/s beside an unlimited one: its pace, the other's throughput against alone
+  all       the seventeen in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -41,6 +42,7 @@ from bench import (
     events_out,
     instructions,
     messages,
+    paced,
     purge,
     scale,
     scheduled,
@@ -70,6 +72,7 @@ BENCHES = {
     "unsubscribe": unsubscribe,
     "instructions": instructions,
     "messages": messages,
+    "rate-limit": paced,
 }
 DATABASE = "notifyhub_bench"
 
@@ -90,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
         common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common_options()], help="the sixteen in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the seventeen in turn (the default)")
     return parser
 
 

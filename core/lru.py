@@ -48,3 +48,9 @@ class BoundedLRU(Generic[K, V]):
             while len(self._entries) > self.max_entries or self._weight > self.max_weight:
                 _, (_, dropped_weight) = self._entries.popitem(last=False)
                 self._weight -= dropped_weight
+
+    def discard(self, key: K) -> None:
+        with self._lock:
+            dropped = self._entries.pop(key, None)
+            if dropped is not None:
+                self._weight -= dropped[1]

@@ -29,6 +29,7 @@ class EventType(models.TextChoices):
     EMAIL_DEFERRED = "email.deferred"
     SUPPRESSION_CREATED = "suppression.created"
     ENDPOINT_FAILING = "endpoint.failing"
+    ENDPOINT_DISABLED = "endpoint.disabled"
 
 
 class EventEndpoint(models.Model):

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any, ParamSpec
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import QuerySet
 from django.urls import reverse
@@ -107,6 +108,37 @@ def failing_destination_alert(*, health_id: int) -> None:
         "each destination is doing. You get this at most once a day for one destination.</p>"
     )
     platform_email_send(to=health.account.user.email, subject=f"Webhooks to {health.origin} are failing", html=html)
+
+
+# The holder hears of its endpoints that NotifyHub disabled at most this often, however many there are.
+DISABLED_ALERT_INTERVAL = timedelta(days=1)
+
+
+def disabled_endpoint_alert(*, endpoint_id: str) -> None:
+    """Emails the account holder that NotifyHub disabled one of its apps' endpoints, at most once a day an account
+    (docs/customer-webhooks.md, "Disabling"); an endpoint enabled again or deleted meanwhile is not told of."""
+    disabled = (
+        store.Endpoint._default_manager.filter(id=endpoint_id, disabled=True)
+        .values("url", "disabled_reason", "failing_since", "app__name", "app__account_id", "app__account__user__email")
+        .first()
+    )
+    if disabled is None:
+        return
+    once_a_day = f"disabled-endpoint-alert:{disabled['app__account_id']}"
+    if not cache.add(once_a_day, True, timeout=DISABLED_ALERT_INTERVAL.total_seconds()):
+        return
+    since = disabled["failing_since"]
+    failing = disabled["disabled_reason"] == "failing" and since
+    why = f"every delivery to it has failed since {iso_utc(since)}" if failing else "it answered 410 Gone"
+    html = (
+        f"<p>NotifyHub disabled the endpoint <strong>{escape(disabled['url'])}</strong> of your app "
+        f"<strong>{escape(disabled['app__name'])}</strong>: {why}. It receives no messages until it is enabled "
+        "again; its failed deliveries can then be recovered.</p>"
+        f'<p><a href="{escape(public_url(reverse("dashboard")))}">Your dashboard</a>. You get this at most once a day; '
+        "the endpoint.disabled event tells each one.</p>"
+    )
+    subject = f"Webhook endpoint {disabled['url']} disabled"
+    platform_email_send(to=disabled["app__account__user__email"], subject=subject, html=html)
 
 
 def email_job_new(

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.errors import EmailNotSent
+from notifications.engine.app_endpoints import ALERT_TASK as DISABLED_ALERT_TASK
 from notifications.engine.health import ALERT_TASK
 from notifications.engine.processing import (
     CLAIM_RETRY_MAX_SECONDS,
@@ -21,7 +22,7 @@ from notifications.engine.processing import (
 )
 from notifications.engine.queue import DELIVER_TASK, DISPATCH_TASK
 from notifications.outcomes import ANNOUNCE_TASK, finished_jobs_announce
-from notifications.services import failing_destination_alert, finished_jobs_purge
+from notifications.services import disabled_endpoint_alert, failing_destination_alert, finished_jobs_purge
 
 logger = logging.getLogger(__name__)
 
@@ -71,3 +72,12 @@ def alert_failing_destination(health_id: str) -> None:
     except EmailNotSent as error:
         # Told once a day at most: a missed alert waits for the destination's next streak after that.
         logger.warning("Alert about failing destination %s not sent: %s", health_id, error.message)
+
+
+@shared_task(name=DISABLED_ALERT_TASK)
+def alert_disabled_endpoint(endpoint_id: str) -> None:
+    try:
+        disabled_endpoint_alert(endpoint_id=endpoint_id)
+    except EmailNotSent as error:
+        # Not sent again: the endpoint.disabled event and the dashboard still tell it.
+        logger.warning("Alert about disabled endpoint %s not sent: %s", endpoint_id, error.message)

@@ -429,11 +429,16 @@ MESSAGE_RETRY_DELAYS = env_int_list("MESSAGE_RETRY_DELAYS", "5,300,1800,7200,180
 # The most a message's payload may hold, as compact UTF-8 JSON (docs/customer-webhooks.md, "Messages").
 MESSAGE_MAX_PAYLOAD_BYTES = env_int("MESSAGE_MAX_PAYLOAD_BYTES", 64 * 1024, minimum=1024)
 EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
+# A message's deliveries to its app's endpoints: 8 attempts over about 27 hours, as customers' endpoints go down for
+# hours (docs/customer-webhooks.md, "Retries").
+MESSAGE_RETRY_DELAYS = env_int_list("MESSAGE_RETRY_DELAYS", "5,300,1800,7200,18000,36000,36000")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 # Failed webhook attempts in a row at one destination that make it "failing": an endpoint.failing event and an email
 # to the holder (docs/event-endpoints.md, "Endpoint health").
 ENDPOINT_FAILING_THRESHOLD = env_int("ENDPOINT_FAILING_THRESHOLD", 5, minimum=1)
+# An app's endpoint whose every attempt has failed for this long is disabled (docs/customer-webhooks.md, "Disabling").
+ENDPOINT_DISABLE_AFTER_SECONDS = env_int("ENDPOINT_DISABLE_AFTER_SECONDS", 5 * 24 * 3600, minimum=1)
 WEBHOOK_CA_BUNDLE = env_optional("WEBHOOK_CA_BUNDLE")
 # Runs for trying things (embedded, or DEBUG) trust the CA of `manage.py listen` and let webhooks reach its one
 # port on 127.0.0.1 while it runs, nothing else local (docs/operations.md); a deployment (Redis, DEBUG off) never does.

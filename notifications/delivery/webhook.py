@@ -30,6 +30,9 @@ DRAIN_BYTES = 64 * 1024
 # The longest wait a receiver's Retry-After may set before the next attempt (docs/rules.md, "Webhooks").
 RETRY_AFTER_MAX_SECONDS = 3600
 NON_PUBLIC_ADDRESS_MESSAGE = "Refused: the URL resolves to a non-public address"
+# A message's delivery also retries the 4xx a customer's endpoint answers while busy or briefly away, and waits what
+# their Retry-After asks (docs/customer-webhooks.md, "Retries"); a plain webhook's 4xx ends it.
+MESSAGE_RETRIED_4XX = frozenset({HTTPStatus.REQUEST_TIMEOUT, HTTPStatus.TOO_EARLY, HTTPStatus.TOO_MANY_REQUESTS})
 
 logger = logging.getLogger(__name__)
 
@@ -68,21 +71,29 @@ def build_headers(
     return headers
 
 
-def deliver_webhook(job: Job, *, attempt: int, signing_secrets: Sequence[str]) -> AttemptOutcome:
+def deliver_webhook(
+    job: Job, *, attempt: int, signing_secrets: Sequence[str], endpoint_url: str | None = None
+) -> AttemptOutcome:
     """One attempt; signed when the account has a signing secret (the claim read them with the job). A test job's
-    makes no request, nor the address lookup before it (docs/rules.md, "Test mode")."""
+    makes no request, nor the address lookup before it (docs/rules.md, "Test mode").
+
+    A message's delivery goes to ``endpoint_url``, its endpoint's URL as it is now (credentials in it), with its
+    message's id, signed with ``signing_secrets``, the endpoint's (docs/customer-webhooks.md).
+    """
     if job.test:
         return AttemptOutcome.test_delivery()
     body = json_bytes(job.payload["payload"])
     headers = build_headers(
-        webhook_id=str(job.id),
+        webhook_id=str(job.message_id or job.id),
         attempt=attempt,
         custom=with_secret_headers(job.payload.get("headers") or {}, job.secret_headers),
         body=body,
         secrets=signing_secrets,
         now=int(time.time()),
     )
-    return send(job.payload["method"], stored_url(job.payload["url"], job.url_credentials), body=body, headers=headers)
+    url = endpoint_url or stored_url(job.payload["url"], job.url_credentials)
+    retried_4xx = MESSAGE_RETRIED_4XX if job.message_id else frozenset()
+    return send(job.payload["method"], url, body=body, headers=headers, retried_4xx=retried_4xx)
 
 
 def send(
@@ -93,9 +104,10 @@ def send(
     headers: Mapping[str, str],
     excerpt_bytes: int = EXCERPT_BYTES,
     timeout_seconds: int | None = None,
+    retried_4xx: frozenset[int] = frozenset(),
 ) -> AttemptOutcome:
     """One request through the webhook client, judged as a delivery attempt (``timeout_seconds``
-    defaults to WEBHOOK_TIMEOUT_SECONDS)."""
+    defaults to WEBHOOK_TIMEOUT_SECONDS; ``retried_4xx``, the 4xx retried as a 5xx is)."""
     timeout = timeout_seconds or settings.WEBHOOK_TIMEOUT_SECONDS
     started = time.monotonic()
     try:
@@ -114,6 +126,7 @@ def send(
         excerpt,
         duration_ms=elapsed_ms(started),
         retry_after=response.headers.get("Retry-After"),
+        retried_4xx=retried_4xx,
     )
 
 
@@ -135,7 +148,13 @@ def _status_text(status: int, reason: str | None) -> str:
 
 
 def _classify(
-    status: int, reason: str | None, excerpt: str, *, duration_ms: int, retry_after: str | None = None
+    status: int,
+    reason: str | None,
+    excerpt: str,
+    *,
+    duration_ms: int,
+    retry_after: str | None = None,
+    retried_4xx: frozenset[int] = frozenset(),
 ) -> AttemptOutcome:
     details = {"response_status": status, "duration_ms": duration_ms, "response_excerpt": excerpt}
     if 200 <= status < 300:
@@ -143,12 +162,14 @@ def _classify(
     message = _status_text(status, reason)
     if 300 <= status < 400:
         return AttemptOutcome.failure(f"{message} (redirects are not followed)", retryable=False, **details)
-    # 4xx is never retried; 5xx is (docs/rules.md, "Webhooks"). Of the answers that carry Retry-After, 503
-    # (RFC 9110) and 429 (RFC 6585), the 429 is a 4xx and fails at once, so only a 503's wait is used.
+    # 4xx is never retried, but for ``retried_4xx``; 5xx is (docs/rules.md, "Webhooks"). Of the answers that carry
+    # Retry-After, 503 (RFC 9110) and 429 (RFC 6585), a plain webhook's 429 is a 4xx and fails at once, so only a
+    # 503's wait is used, and a retried 4xx's.
+    retryable = status >= 500 or status in retried_4xx
     wait = None
-    if status == HTTPStatus.SERVICE_UNAVAILABLE and retry_after:
+    if (status == HTTPStatus.SERVICE_UNAVAILABLE or status in retried_4xx) and retry_after:
         wait = retry_after_seconds(retry_after, now=time.time())
-    return AttemptOutcome.failure(message, retryable=status >= 500, retry_after_seconds=wait, **details)
+    return AttemptOutcome.failure(message, retryable=retryable, retry_after_seconds=wait, **details)
 
 
 def retry_after_seconds(value: str, *, now: float) -> int | None:

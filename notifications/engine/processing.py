@@ -24,9 +24,11 @@ from accounts.selectors import signing_secrets_decrypt
 from core.logs import log_context
 from core.unavailable import DATABASE_FAULTS
 from notifications.delivery.email import deliver_email
+from notifications.delivery.http import stored_url
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.delivery.webhook import deliver_webhook
 from notifications.engine import store
+from notifications.engine.app_endpoints import endpoint_attempt_record, endpoint_stop, seconds_to_turn
 from notifications.engine.health import destination_health_record
 from notifications.engine.lease import Lease, LeasedT, lease_length, renewer
 from notifications.engine.queue import job_enqueue, jobs_enqueue, queued_messages
@@ -82,12 +84,15 @@ def job_process(*, job_id: UUID) -> None:
         return
     job = claim.job
     attempt = job.attempts + 1
+    stopped = _stopped(claim)
+    if stopped is None and claim.endpoint is not None and (wait := seconds_to_turn(job, claim.endpoint)):
+        _wait_for_turn(job, seconds=wait)
+        return
     with (
         log_context(attempt=attempt),
         renewer.held(job, partial(store.renew_lease, Job, job.id)) as lease,
     ):
         started = time.monotonic()
-        stopped = _stopped(claim)
         outcome = stopped or _attempt(claim, attempt=attempt)
         seconds = time.monotonic() - started
         job_status = _record_within_lease(lease, outcome, emits_events=claim.emits_events)
@@ -96,16 +101,38 @@ def job_process(*, job_id: UUID) -> None:
     attempt_recorded(job, attempt=attempt, outcome=outcome, job_status=job_status, seconds=seconds)
     # A test job's attempt reached no destination: its health is not the job's to tell.
     if job.type == JobType.WEBHOOK and stopped is None and not job.test:
-        _health_record(job, outcome, failure_streak=claim.failure_streak)
+        _health_record(claim, outcome)
 
 
-def _health_record(job: Job, outcome: AttemptOutcome, *, failure_streak: int) -> None:
-    """The attempt counted at its destination (engine/health.py); a database that does not answer costs the count."""
+def _health_record(claim: store.Claim, outcome: AttemptOutcome) -> None:
+    """The attempt counted at its destination (engine/health.py) and, for a message's delivery, at its endpoint
+    (engine/app_endpoints.py); a database that does not answer costs the count."""
+    job = claim.job
     try:
-        destination_health_record(job, outcome, failure_streak=failure_streak)
+        destination_health_record(job, outcome, failure_streak=claim.failure_streak)
+        if claim.endpoint is not None:
+            endpoint_attempt_record(job, claim.endpoint, outcome)
     except DATABASE_FAULTS as error:
         connection.close()
         logger.warning("Job %s: its destination's health not counted: %s", job.id, error)
+
+
+def _wait_for_turn(job: Job, *, seconds: float) -> None:
+    """Hands the claimed delivery back, unattempted, until its endpoint's rate limit gives it its turn, and sends
+    its task for then: this worker goes on to other deliveries (docs/customer-webhooks.md, "Rate limit")."""
+    turn = timezone.now() + timedelta(seconds=seconds)
+    waiting = NextState.paced(
+        turn, attempts=job.attempts, error=job.error_message, requeue_at=turn + _seconds("JOB_RETRY_GRACE_SECONDS")
+    )
+    try:
+        put_back = store.put_back(job, waiting=waiting)
+    except DATABASE_FAULTS as error:
+        # The lease ends and the sweeper sends the task again; the turn is asked for again then.
+        connection.close()
+        logger.warning("Job %s: not handed back for its turn, its lease will end: %s", job.id, error)
+        return
+    if put_back:
+        job_enqueue(job_id=job.id, priority=job.priority, countdown=seconds)
 
 
 def _stopped(claim: store.Claim) -> AttemptOutcome | None:
@@ -118,6 +145,9 @@ def _stopped(claim: store.Claim) -> AttemptOutcome | None:
         # A deleted or deactivated account sends nothing, queued before or not; Retry Job sends it once restored.
         logger.info("Job %s: not delivered, account %s is inactive", job.id, job.account_id)
         return AttemptOutcome.failure(INACTIVE_ACCOUNT_MESSAGE, retryable=False)
+    if claim.endpoint is not None and (disabled := endpoint_stop(claim.endpoint)):
+        logger.info("Job %s: not delivered, endpoint %s is disabled", job.id, claim.endpoint.id)
+        return disabled
     if reason := claim.suppressed_for:
         # Suppressed while the job waited, or since it was retried: no provider hears of it (docs/suppressions.md).
         logger.info("Job %s: not delivered, the recipient is on the suppression list (%s)", job.id, reason)
@@ -181,7 +211,9 @@ def _attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
     try:
         if job.type == JobType.WEBHOOK:
             secrets = signing_secrets_decrypt(*claim.encrypted_signing_secrets)
-            return deliver_webhook(job, attempt=attempt, signing_secrets=secrets)
+            endpoint = claim.endpoint
+            endpoint_url = stored_url(endpoint.url, endpoint.url_credentials) if endpoint else None
+            return deliver_webhook(job, attempt=attempt, signing_secrets=secrets, endpoint_url=endpoint_url)
         return deliver_email(job, attempt=attempt)
     except Exception:
         # A bug must not leave the job stuck or show a stack trace to the client.
@@ -199,8 +231,15 @@ def _retry_delay(outcome: AttemptOutcome, *, attempt: int, max_attempts: int, de
 
 
 def _next_state(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetime) -> NextState:
-    delays = settings.WEBHOOK_RETRY_DELAYS if job.type == JobType.WEBHOOK else settings.EMAIL_RETRY_DELAYS
-    return next_state_after(outcome, attempt=attempt, max_attempts=job.max_attempts, delays=delays, now=now)
+    return next_state_after(outcome, attempt=attempt, max_attempts=job.max_attempts, delays=_delays(job), now=now)
+
+
+def _delays(job: Job) -> Sequence[int]:
+    """The job's retry delays: a message's delivery waits for customers' endpoints that are down for hours
+    (docs/customer-webhooks.md, "Retries")."""
+    if job.message_id is not None:
+        return settings.MESSAGE_RETRY_DELAYS
+    return settings.WEBHOOK_RETRY_DELAYS if job.type == JobType.WEBHOOK else settings.EMAIL_RETRY_DELAYS
 
 
 def next_state_after(

@@ -50,6 +50,23 @@ TALLY_FIELDS = ("account", "day", "completed", "failed")
 # A JobAnnouncement's: the job, then the columns of the state it finished in (NextState's names).
 ANNOUNCEMENT_FIELDS = ("job", "status", "attempts", "error_message", "finished_at")
 NEXT_STATE_COLUMNS = tuple(field.name for field in fields(NextState))
+# An app's endpoint (customer_webhooks, an app above this one) as the job's foreign key reaches it: the engine reads
+# and writes the few columns its deliveries need, by name, never importing the app (docs/customer-webhooks.md).
+Endpoint: type[Model] = Job._meta.get_field("endpoint").related_model  # type: ignore[assignment]
+# What the claim reads of a message delivery's endpoint, beside its signing secrets.
+ENDPOINT_CLAIMED = ("url", "url_credentials", "rate_limit", "disabled", "failing_since")
+
+
+@dataclass(frozen=True)
+class EndpointTarget:
+    """A message delivery's endpoint as it is at the claim: where the attempt goes, and whether it may go."""
+
+    id: UUID
+    url: str
+    url_credentials: str | None
+    rate_limit: int | None
+    disabled: bool
+    failing_since: datetime | None
 
 
 @dataclass(frozen=True)
@@ -57,8 +74,9 @@ class Claim:
     """A job taken for one attempt, with what its delivery needs from its account."""
 
     job: Job
-    # The account's encrypted secrets that sign now, newest first: none, its secret, or its secret and the one a
-    # rotation replaced while that still signs (accounts/models.py).
+    # The encrypted secrets that sign now, newest first: none, the secret, or the secret and the one a rotation
+    # replaced while that still signs. The account's (accounts/models.py), or for a message's delivery its endpoint's
+    # and never the account's (docs/customer-webhooks.md).
     encrypted_signing_secrets: tuple[str, ...]
     # Whether the account may still send: active and not deleted, as the API decides (Account.is_usable).
     account_usable: bool
@@ -69,6 +87,8 @@ class Claim:
     emits_events: bool
     # A webhook's failed attempts in a row at its destination before this one (DestinationHealth); 0 for an email.
     failure_streak: int
+    # A message's delivery: its endpoint as it is now; None for every other job.
+    endpoint: EndpointTarget | None = None
 
 
 # Off the framework's road: docs/departures.md, "raw-sql-job-store".
@@ -217,7 +237,8 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
 
     One statement claims the row and returns it with the account's encrypted signing secrets, whether the account
     may still send, for an email why its recipient is suppressed (for every email, or for the email's topic),
-    whether the account has event endpoints, and the failed attempts in a row at the job's destination: the attempt
+    whether the account has event endpoints, the failed attempts in a row at the job's destination, and for a
+    message's delivery its endpoint as it is now (URL, secrets, rate limit, disabled, failing since): the attempt
     asks the database nothing more.
     The secrets come as one text, space-separated, from one read of their row: a Fernet token is URL-safe base64,
     which holds no space.
@@ -235,14 +256,19 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         sql.db_value(SigningSecret, "previous_signs_until", now),
         JobType.EMAIL,
         JobType.WEBHOOK,
+        sql.db_value(Endpoint, "previous_signs_until", now),
     ]
     with connection.cursor() as cursor:
         cursor.execute(_claim_sql(), params)
         row = cursor.fetchone()
     if row is None:
         return None
-    *job_columns, encrypted_signing_secrets, account_usable, suppressed_for, emits_events, failure_streak = row
-    job = sql.from_row(Job, job_columns)
+    job_width = len(Job._meta.concrete_fields)
+    job = sql.from_row(Job, row[:job_width])
+    account_secrets, account_usable, suppressed_for, emits_events, failure_streak, *endpoint_columns = row[job_width:]
+    endpoint = _endpoint_target(job, endpoint_columns)
+    # A message's delivery is signed with its endpoint's secrets alone: without them, unsigned, never the account's.
+    encrypted_signing_secrets = endpoint_columns[-1] if job.endpoint_id else account_secrets
     return Claim(
         job=job,
         encrypted_signing_secrets=tuple((encrypted_signing_secrets or "").split()),
@@ -250,7 +276,18 @@ def claim(*, job_id: UUID, now: datetime, lease_until: datetime, claimable_until
         suppressed_for=suppressed_for,
         emits_events=bool(emits_events) and not job.test,
         failure_streak=failure_streak or 0,
+        endpoint=endpoint,
     )
+
+
+def _endpoint_target(job: Job, endpoint_columns: Sequence[Any]) -> EndpointTarget | None:
+    """The claimed delivery's endpoint from the claim's last columns (ENDPOINT_CLAIMED, then its secrets); None for
+    a job that is no message's delivery, or whose endpoint was deleted meanwhile (its delivery goes with it)."""
+    *columns, _ = endpoint_columns
+    if job.endpoint_id is None or columns[0] is None:
+        return None
+    endpoint = sql.from_row(Endpoint, columns, fields=ENDPOINT_CLAIMED)
+    return EndpointTarget(job.endpoint_id, *(getattr(endpoint, name) for name in ENDPOINT_CLAIMED))
 
 
 @cache
@@ -292,8 +329,24 @@ def _claim_sql() -> str:
             (SELECT {accounts}.{has_event_endpoints} FROM {accounts} WHERE {accounts}.{account_id} = {jobs}.{owner}),
             (SELECT {health}.{failures} FROM {health}
              WHERE {health}.{health_owner} = {jobs}.{owner} AND {health}.{health_destination} = {jobs}.{destination}
-               AND {jobs}.{job_type} = %s)
+               AND {jobs}.{job_type} = %s),
+            {_claimed_endpoint_sql()}
     """
+
+
+def _claimed_endpoint_sql() -> str:
+    """The claim's columns of a message delivery's endpoint, ENDPOINT_CLAIMED then its secrets as the account's are
+    read: one lookup by primary key each, none for a job without an endpoint (its key is null)."""
+    jobs, endpoints = sql.table(Job), sql.table(Endpoint)
+    delivered_to, endpoint_id = sql.column(Job, "endpoint"), sql.column(Endpoint, "id")
+    secret, previous, previous_until = (
+        sql.column(Endpoint, name) for name in ("encrypted_secret", "previous_encrypted_secret", "previous_signs_until")
+    )
+    this_endpoint = f"FROM {endpoints} WHERE {endpoints}.{endpoint_id} = {jobs}.{delivered_to}"
+    claimed = [f"(SELECT {endpoints}.{sql.column(Endpoint, name)} {this_endpoint})" for name in ENDPOINT_CLAIMED]
+    secrets = f"""(SELECT {endpoints}.{secret} || CASE WHEN {endpoints}.{previous_until} > %s
+                                                   THEN ' ' || {endpoints}.{previous} ELSE '' END {this_endpoint})"""
+    return ",\n            ".join([*claimed, secrets])
 
 
 def renew_lease(model: type[Model], row_id: UUID, *, held_until: datetime | None, until: datetime) -> bool:
@@ -308,6 +361,29 @@ def mark_unpublished(rows: QuerySet[Any], *, publish_at: datetime) -> None:
     """The tasks of ``rows`` (jobs, or event deliveries) did not reach the broker: the sweeper publishes them on its
     first tick from ``publish_at``, instead of when their requeue time would have come."""
     rows.filter(status__in=UNFINISHED, requeue_at__gt=publish_at).update(requeue_at=publish_at)
+
+
+def put_back(job: Job, *, waiting: NextState) -> bool:
+    """Hands the claimed job back, unattempted, to wait in ``waiting`` (NextState.paced), its claim not counted:
+    a claim that made no attempt is no worker's death (docs/job-states.md). False, with nothing written, when the
+    lease this claim took is no longer the job's."""
+    still_ours = Job.objects.filter(id=job.id, status=JobStatus.PROCESSING, locked_until=job.locked_until)
+    return still_ours.update(claims=F("claims") - 1, **waiting.columns()) == 1
+
+
+def endpoint_failing_since(endpoint_id: UUID, *, since: datetime | None) -> None:
+    """Starts (``since``) or ends (None) the endpoint's run of failed attempts; a run already so is left as it is."""
+    changing = Endpoint._default_manager.filter(id=endpoint_id, failing_since__isnull=since is not None)
+    changing.update(failing_since=since)
+
+
+def endpoint_disable(endpoint_id: UUID, *, reason: str) -> dict[str, Any] | None:
+    """Disables an enabled endpoint for ``reason``; its URL, id and app's id and uid, or None if it was disabled
+    already (or is gone): only the statement that disables it says so."""
+    enabled = Endpoint._default_manager.filter(id=endpoint_id, disabled=False)
+    if not enabled.update(disabled=True, disabled_reason=reason):
+        return None
+    return Endpoint._default_manager.filter(id=endpoint_id).values("id", "url", "app_id", "app__uid").first()
 
 
 def record_attempt(job: Job, *, next_state: NextState, log: DeliveryLog, announced: bool = False) -> bool:

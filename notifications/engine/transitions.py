@@ -44,6 +44,12 @@ class NextState:
         return cls(JobStatus.PROCESSING, attempts, error, None, None, due, due, requeue_at)
 
     @classmethod
+    def paced(cls, turn: datetime, *, attempts: int, error: str | None, requeue_at: datetime) -> NextState:
+        """Back to ``pending`` with no attempt made, until its endpoint's rate limit gives it ``turn``
+        (docs/customer-webhooks.md, "Rate limit"): its attempts and last error as they were."""
+        return cls(JobStatus.PENDING, attempts, error, None, None, None, turn, requeue_at)
+
+    @classmethod
     def requeued(cls, *, requeue_at: datetime) -> NextState:
         """Retry Job: back to ``pending`` with its attempts from zero; its logs are kept."""
         return cls(JobStatus.PENDING, 0, None, None, None, None, None, requeue_at)

@@ -28,6 +28,7 @@ EventType = Literal[
     "email.deferred",
     "suppression.created",
     "endpoint.failing",
+    "endpoint.disabled",
 ]
 
 FINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed"})

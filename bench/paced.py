@@ -1,0 +1,175 @@
+"""rate-limit: an app's endpoint limited to 10 deliveries a second beside an unlimited one, on the app's workers.
+
+Each round delivers ``--jobs`` messages to the unlimited endpoint alone (the baseline), then the same number again
+with the limited endpoint's deliveries interleaved among them: enough of those to keep it busy for half as long again
+as the baseline took. The limited endpoint must receive 10 ± 1 a second, in every full second of its run, and the
+unlimited one's deliveries a second must stay at least 0.90 of its baseline: a delivery that waits for its turn is
+handed back and frees its worker (docs/customer-webhooks.md, "Rate limit"). bench/README.md says how to read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from bench.common import judge_rounds, log, make_tls, option, own_services, seed_accounts, table, verdict
+from bench.delivery import APP_WORKER_ENV, PAYLOAD, STALL_SECONDS, Delivery, enqueue, started_receiver, warmed_up
+from bench.delivery import workers as app_workers
+
+HELP = "an endpoint limited to 10/s beside an unlimited one: its pace, and the other's throughput against alone"
+MIN_UNLIMITED_SHARE = 0.90
+# The limited endpoint's deliveries, as a share of the baseline's seconds: it stays busy past the unlimited run.
+LIMITED_SPAN = 1.5
+COLUMNS = "round>5|alone/s>8.1f|beside/s>9.1f|share>6.0%|limited>8|lim/s>6.2f|min s>6|max s>6|wall s>7.2f"
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    unlimited: object  # customer_webhooks.models.Endpoint; Django is imported only once it is set up
+    limited: object
+
+
+@dataclass(frozen=True)
+class PacedRound:
+    number: int
+    alone: float  # unlimited deliveries a second, alone
+    beside: float  # the same, beside the limited endpoint's
+    limited: int
+    limited_rate: float  # its arrivals a second, first to last
+    per_second: list[int]  # its arrivals in each full second of its run
+    seconds: float
+    every_one: bool
+
+    def row(self) -> tuple[object, ...]:
+        share = self.beside / self.alone if self.alone else math.nan
+        counts = min(self.per_second, default=0), max(self.per_second, default=0)
+        return self.number, self.alone, self.beside, share, self.limited, self.limited_rate, *counts, self.seconds
+
+
+def endpoints_of(d: Delivery, rate_limit: int) -> Endpoints:
+    """An app of the first account with the two endpoints on the receiver, both signed with the account's secret (the
+    receiver counts signed deliveries)."""
+    from core.crypto import encrypt
+    from customer_webhooks.models import App, Endpoint
+
+    account, secret = d.accounts[0].account, d.accounts[0].secret or ""
+    app = App.objects.create(account=account, uid="bench", name="Bench customer")
+    base = f"https://127.0.0.1:{d.args.receiver_port}/hooks"
+
+    def endpoint(path: str, limit: int | None) -> object:
+        url, encrypted = f"{base}/{path}", encrypt(secret)
+        return Endpoint.objects.create(app=app, url=url, encrypted_secret=encrypted, rate_limit=limit)
+
+    return Endpoints(endpoint("unlimited", None), endpoint("limited", rate_limit))
+
+
+def messages(endpoints: list[object]) -> list[str]:
+    """A message and its one delivery per endpoint in ``endpoints`` (in that order), stored as the messages API
+    stores them, then their tasks published; the message ids, which the receiver records as X-Webhook-Id."""
+    from django.utils import timezone
+
+    from customer_webhooks.models import Message
+    from notifications.engine.queue import jobs_enqueue
+    from notifications.models import Job, JobType
+
+    app = endpoints[0].app
+    stored = [Message(account=app.account, app=app, event_type="invoice.paid", payload=PAYLOAD) for _ in endpoints]
+    Message.objects.bulk_create(stored)
+    jobs = [
+        Job(
+            account=app.account,
+            type=JobType.WEBHOOK,
+            message=message,
+            endpoint=endpoint,
+            payload={"url": endpoint.url, "method": "POST", "payload": PAYLOAD, "eventType": "invoice.paid"},
+            destination="127.0.0.1",
+            max_attempts=8,
+            requeue_at=timezone.now() + timedelta(minutes=5),
+        )
+        for message, endpoint in zip(stored, endpoints, strict=True)
+    ]
+    Job.objects.bulk_create(jobs)
+    jobs_enqueue([(job.id, job.priority) for job in jobs])
+    return [str(message.id) for message in stored]
+
+
+def deliver(d: Delivery, order: list[object]) -> tuple[list[str], dict[str, float], float]:
+    """Sends ``order``'s messages; the ids, each first arrival (monotonic seconds) and when publishing began."""
+    started = time.monotonic()  # the receiver's clock
+    ids = messages(order)
+    dump = d.client.wait_for(ids, stall_seconds=STALL_SECONDS)
+    return ids, dump.first_arrivals(ids), started
+
+
+def paced_round(d: Delivery, e: Endpoints, number: int) -> PacedRound:
+    jobs, rate_limit = d.args.jobs, d.args.rate_limit
+    log(f"rate-limit: round {number}, {jobs} deliveries to the unlimited endpoint alone")
+    ids, arrived, start = deliver(d, [e.unlimited] * jobs)
+    alone_seconds = max(arrived.values()) - start
+    limited_count = max(rate_limit * 3, math.ceil(rate_limit * alone_seconds * LIMITED_SPAN))
+    log(f"rate-limit: round {number}, the same beside {limited_count} to the endpoint limited to {rate_limit}/s")
+    # Interleaved: the limited endpoint's deliveries spread through the queue, as a steady stream would put them.
+    step = max(1, jobs // limited_count)
+    order = [e.unlimited] * jobs
+    for place in range(limited_count):
+        order.insert(min(place * (step + 1), len(order)), e.limited)
+    ids_beside, arrived_beside, start_beside = deliver(d, order)
+    unlimited_ids = {id_ for id_, endpoint in zip(ids_beside, order, strict=True) if endpoint is e.unlimited}
+    unlimited_times = [at for id_, at in arrived_beside.items() if id_ in unlimited_ids]
+    limited_times = sorted(at for id_, at in arrived_beside.items() if id_ not in unlimited_ids)
+    d.client.reset()
+    span = limited_times[-1] - limited_times[0] if len(limited_times) > 1 else math.nan
+    full_seconds = int(span) if span == span else 0
+    per_second = [
+        sum(1 for at in limited_times if limited_times[0] + k <= at < limited_times[0] + k + 1)
+        for k in range(full_seconds)
+    ]
+    return PacedRound(
+        number,
+        alone=len(arrived) / alone_seconds,
+        beside=len(unlimited_times) / (max(unlimited_times) - start_beside),
+        limited=len(limited_times),
+        limited_rate=(len(limited_times) - 1) / span if span else math.nan,
+        per_second=per_second,
+        seconds=max(arrived_beside.values()) - start_beside,
+        every_one=len(arrived) == len(ids) and len(arrived_beside) == len(ids_beside),
+    )
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    option(parser, "jobs", 3000, "deliveries to the unlimited endpoint per run", env="rate_limit")
+    option(parser, "rate-limit", 10, "the limited endpoint's deliveries a second", env="rate_limit")
+    option(parser, "rounds", 3, "alone then beside, this many times; the verdict takes the median", env="rate_limit")
+    option(parser, "pool", "threads", "worker pool", env="rate_limit", choices=["threads", "prefork"])
+    option(parser, "concurrency", 8, "worker concurrency", env="rate_limit")
+    option(parser, "processes", 2, "worker processes side by side (one per core)", env="rate_limit")
+    option(parser, "receiver-port", 8744, "the HTTPS receiver's port", env="rate_limit")
+
+
+def run(args: argparse.Namespace) -> None:
+    log(f"rate-limit: {args.processes} * --pool {args.pool} --concurrency {args.concurrency}, rounds: {args.rounds}")
+    make_tls()
+    with own_services(args), started_receiver(args.receiver_port, name="receiver-ratelimit") as (proc, client):
+        accounts = seed_accounts(1, prefix="ratelimit", secrets=True)
+        d = Delivery(args, dict(APP_WORKER_ENV), proc, client, accounts, floor_secret="")
+        e = endpoints_of(d, args.rate_limit)
+        with app_workers(d, "app") as procs:
+            warmed_up(d, procs, enqueue(d, "app", max(50, 4 * args.concurrency * args.processes)))
+            rounds = [paced_round(d, e, number) for number in range(1, args.rounds + 1)]
+    print()
+    table(COLUMNS, [paced.row() for paced in rounds])
+    print()
+    judge_rounds("unlimited beside/alone deliveries/s", [(r.beside, r.alone) for r in rounds], MIN_UNLIMITED_SHARE)
+    low, high = args.rate_limit - 1, args.rate_limit + 1
+    seconds = [count for paced in rounds for count in paced.per_second]
+    verdict(
+        "limited endpoint's deliveries in each full second",
+        f"{min(seconds, default=0)}..{max(seconds, default=0)}",
+        f"{low}..{high}",
+        bool(seconds) and low <= min(seconds) and max(seconds) <= high,
+    )
+    every_one = all(paced.every_one for paced in rounds)
+    verdict("every delivery arrived", "yes" if every_one else "no", "all", every_one)

@@ -1,0 +1,349 @@
+"""A message's deliveries are webhook jobs the engine sends to their endpoints as they are now: signed with the
+endpoint's secrets, under the message's id, retried on MESSAGE_RETRY_DELAYS, paced by the endpoint's rate limit, and
+the endpoint disabled when it answers 410 or keeps failing (docs/customer-webhooks.md)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core import mail
+from django.core.cache import cache
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from accounts.services import signing_secret_generate
+from core.crypto import encrypt
+from core.pacing import RedisPacer
+from customer_webhooks.models import App, Endpoint, Message
+from event_endpoints.models import Event
+from notifications.engine.processing import job_process
+from notifications.engine.queue import jobs_enqueue
+from notifications.models import Job, JobStatus, JobType
+from tests.conftest import Client, free_port, wait_for_job
+from tests.event_endpoints.test_event_delivery import arrivals_at, subscribe
+from tests.factories import ENDPOINT_SECRET, AppFactory, EndpointFactory
+from tests.fakes.receiver import Arrival, Receiver, Reply
+
+# A secret a rotation replaced, still signing beside ENDPOINT_SECRET.
+OLD_SECRET = "whsec_" + "b2xkLXNlY3JldC1mb3ItdGVzdHMtMDEyMzQ1Njc4OQ=="
+PAYLOAD = {"invoice": "in_1", "amount": 12.5, "note": "naïve"}
+
+
+def app_of(client: Client) -> App:
+    # Its holder's once-a-day email about disabled endpoints is not spent: the cache outlives a test database.
+    cache.delete(f"disabled-endpoint-alert:{client.account.id}")
+    return AppFactory(account=client.account, uid="customer-1")
+
+
+def endpoint_at(app: App, receiver: Receiver, path: str, **fields: Any) -> Endpoint:
+    return EndpointFactory(app=app, url=receiver.url(path), **fields)
+
+
+def deliveries(app: App, *endpoints: Endpoint, published: bool = True) -> tuple[Message, list[Job]]:
+    """A message and one delivery job per endpoint, as the messages API stores them, their tasks published unless a
+    test runs them itself."""
+    message = Message.objects.create(account=app.account, app=app, event_type="invoice.paid", payload=PAYLOAD)
+    jobs = [
+        Job.objects.create(
+            account=app.account,
+            type=JobType.WEBHOOK,
+            message=message,
+            endpoint=endpoint,
+            payload={"url": endpoint.url, "method": "POST", "payload": message.payload, "eventType": "invoice.paid"},
+            destination="127.0.0.1",
+            max_attempts=8,
+            requeue_at=timezone.now() + timedelta(minutes=5),
+        )
+        for endpoint in endpoints
+    ]
+    if published:
+        jobs_enqueue([(job.id, job.priority) for job in jobs])
+    return message, jobs
+
+
+def verifies(secret: str, arrival: Arrival) -> bool:
+    try:
+        Webhook(secret).verify(arrival.body, arrival.headers)
+    except WebhookVerificationError:
+        return False
+    return True
+
+
+def signatures(arrival: Arrival) -> Sequence[str]:
+    return arrival.headers["webhook-signature"].split()
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_delivery_is_the_payload_signed_with_the_endpoint_secret_never_the_account_one(
+    free: Client, receiver: Receiver
+) -> None:
+    account_secret = signing_secret_generate(account=free.account)
+    app = app_of(free)
+    message, (job,) = deliveries(app, endpoint_at(app, receiver, "/a"))
+
+    assert wait_for_job(job.id).status == JobStatus.COMPLETED
+    (arrival,) = receiver.wait_for(1)
+    assert arrival.body == '{"invoice":"in_1","amount":12.5,"note":"naïve"}'.encode()
+    assert arrival.headers["webhook-id"] == arrival.headers["X-Webhook-Id"] == str(message.id)
+    assert len(signatures(arrival)) == 1
+    assert verifies(ENDPOINT_SECRET, arrival)
+    assert Webhook(ENDPOINT_SECRET).verify(arrival.body, arrival.headers) == PAYLOAD
+    assert not verifies(account_secret, arrival)
+
+
+@pytest.mark.usefixtures("worker")
+def test_an_endpoint_without_a_secret_gets_it_unsigned_not_signed_with_the_account_secret(
+    free: Client, receiver: Receiver
+) -> None:
+    signing_secret_generate(account=free.account)
+    app = app_of(free)
+    _, (job,) = deliveries(app, endpoint_at(app, receiver, "/a", encrypted_secret=""))
+
+    assert wait_for_job(job.id).status == JobStatus.COMPLETED
+    (arrival,) = receiver.wait_for(1)
+    assert "webhook-signature" not in arrival.headers
+    assert "X-Webhook-Signature" not in arrival.headers
+
+
+@pytest.mark.usefixtures("worker")
+def test_the_message_id_is_the_webhook_id_on_every_endpoint_and_every_attempt(
+    free: Client, receiver: Receiver, settings: Any
+) -> None:
+    settings.MESSAGE_RETRY_DELAYS = [1]
+    receiver.script("/a", Reply(status=503))
+    app = app_of(free)
+    message, jobs = deliveries(app, endpoint_at(app, receiver, "/a"), endpoint_at(app, receiver, "/b"))
+
+    assert [wait_for_job(job.id).status for job in jobs] == [JobStatus.COMPLETED] * 2
+    at_a, at_b = arrivals_at(receiver, "/a", 2), arrivals_at(receiver, "/b", 1)
+    assert len(at_a) == 2
+    assert [arrival.headers["X-Webhook-Attempt"] for arrival in at_a] == ["1", "2"]
+    for arrival in [*at_a, *at_b]:
+        assert arrival.headers["webhook-id"] == arrival.headers["X-Webhook-Id"] == str(message.id)
+        assert verifies(ENDPOINT_SECRET, arrival)
+
+
+@pytest.mark.usefixtures("worker")
+def test_during_a_rotation_overlap_both_secrets_sign(free: Client, receiver: Receiver) -> None:
+    app = app_of(free)
+    endpoint = endpoint_at(
+        app,
+        receiver,
+        "/a",
+        previous_encrypted_secret=encrypt(OLD_SECRET),
+        previous_signs_until=timezone.now() + timedelta(hours=1),
+    )
+    _, (job,) = deliveries(app, endpoint)
+
+    wait_for_job(job.id)
+    (arrival,) = receiver.wait_for(1)
+    assert len(signatures(arrival)) == 2
+    assert verifies(ENDPOINT_SECRET, arrival)
+    assert verifies(OLD_SECRET, arrival)
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_previous_secret_past_its_overlap_signs_no_more(free: Client, receiver: Receiver) -> None:
+    app = app_of(free)
+    endpoint = endpoint_at(
+        app,
+        receiver,
+        "/a",
+        previous_encrypted_secret=encrypt(OLD_SECRET),
+        previous_signs_until=timezone.now() - timedelta(seconds=1),
+    )
+    _, (job,) = deliveries(app, endpoint)
+
+    wait_for_job(job.id)
+    (arrival,) = receiver.wait_for(1)
+    assert len(signatures(arrival)) == 1
+    assert not verifies(OLD_SECRET, arrival)
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_retry_goes_to_the_url_the_endpoint_has_now(free: Client, receiver: Receiver, settings: Any) -> None:
+    settings.MESSAGE_RETRY_DELAYS = [1]
+    receiver.script("/old", Reply(status=503))
+    app = app_of(free)
+    endpoint = endpoint_at(app, receiver, "/old")
+    _, (job,) = deliveries(app, endpoint)
+    assert len(arrivals_at(receiver, "/old", 1)) == 1
+
+    Endpoint.objects.filter(id=endpoint.id).update(url=receiver.url("/new"))
+
+    assert wait_for_job(job.id).status == JobStatus.COMPLETED
+    assert len(arrivals_at(receiver, "/new", 1)) == 1
+    assert len(arrivals_at(receiver, "/old", 1)) == 1
+    assert Job.objects.get(id=job.id).payload["url"] == receiver.url("/old")
+
+
+@pytest.mark.usefixtures("worker")
+def test_a_disabled_endpoint_gets_no_request_and_the_delivery_fails_for_good(free: Client, receiver: Receiver) -> None:
+    app = app_of(free)
+    _, (job,) = deliveries(app, endpoint_at(app, receiver, "/a", disabled=True))
+
+    done = wait_for_job(job.id)
+
+    assert (done.status, done.attempts, done.error_message) == (JobStatus.FAILED, 1, "Endpoint disabled")
+    assert done.delivery_logs.get().response_status is None
+    assert receiver.arrivals == []
+
+
+@pytest.mark.usefixtures("worker")
+def test_410_gone_disables_the_endpoint_and_announces_it(startup: Client, receiver: Receiver) -> None:
+    subscribe(startup, receiver, "endpoint.disabled")
+    receiver.answer_always("/gone", Reply(status=410))
+    app = app_of(startup)
+    endpoint = endpoint_at(app, receiver, "/gone")
+    _, (job,) = deliveries(app, endpoint)
+
+    done = wait_for_job(job.id)
+
+    assert (done.status, done.attempts, done.error_message) == (JobStatus.FAILED, 1, "410 Gone")
+    assert wait_for_endpoint(endpoint, disabled=True).disabled_reason == "gone"
+    (event,) = Event.objects.filter(account=startup.account, type="endpoint.disabled")
+    expected = {"appId": str(app.id), "appUid": "customer-1", "endpointId": str(endpoint.id), "reason": "gone"}
+    assert event.data == {**expected, "url": receiver.url("/gone")}
+    (arrival,) = arrivals_at(receiver, "/events", 1)
+    assert b'"endpoint.disabled"' in arrival.body
+    (email,) = emails_about(endpoint, expected=1)
+    assert "answered 410 Gone" in email.body
+
+
+@pytest.mark.usefixtures("worker")
+def test_an_endpoint_failing_past_the_window_is_disabled_and_a_success_ends_the_run(
+    free: Client, receiver: Receiver, settings: Any
+) -> None:
+    settings.ENDPOINT_DISABLE_AFTER_SECONDS = 1
+    settings.MESSAGE_RETRY_DELAYS = [2]
+    receiver.script("/a", Reply(status=500), Reply(status=200))
+    receiver.answer_always("/down", Reply(status=500))
+    app = app_of(free)
+    recovering, down = endpoint_at(app, receiver, "/a"), endpoint_at(app, receiver, "/down")
+
+    _, (first,) = deliveries(app, recovering)
+    assert wait_for_endpoint(recovering, failing=True).failing_since is not None
+    assert wait_for_job(first.id).status == JobStatus.COMPLETED
+    assert wait_for_endpoint(recovering, failing=False).disabled is False
+
+    # Attempt 2, 2 s after the first failure, disables it; attempt 3 finds it disabled.
+    _, (doomed,) = deliveries(app, down)
+    assert wait_for_endpoint(down, disabled=True).disabled_reason == "failing"
+    done = wait_for_job(doomed.id)
+    assert (done.status, done.attempts, done.error_message) == (JobStatus.FAILED, 3, "Endpoint disabled")
+    (email,) = emails_about(down, expected=1)
+    assert "every delivery to it has failed since" in email.body
+
+    _, (after,) = deliveries(app, down)
+    assert wait_for_job(after.id).error_message == "Endpoint disabled"
+    assert len(arrivals_at(receiver, "/down", 3, timeout=1)) == 2
+    assert emails_about(down, expected=2, timeout=1) == [email]
+
+
+def test_a_message_delivery_retries_8_times_on_message_retry_delays(
+    free: Client, receiver: Receiver, delivery_settings: Any
+) -> None:
+    delivery_settings.MESSAGE_RETRY_DELAYS = [5, 300, 1800, 7200, 18000, 36000, 36000]
+    receiver.answer_always("/busy", Reply(status=429, headers={"Retry-After": "60"}))
+    receiver.script("/busy", Reply(status=503), Reply(status=408), Reply(status=425))
+    app = app_of(free)
+    _, (job,) = deliveries(app, endpoint_at(app, receiver, "/busy"), published=False)
+
+    waits = []
+    for _ in range(8):
+        before = timezone.now()
+        job_process(job_id=job.id)
+        job.refresh_from_db()
+        if job.next_attempt_at is not None:
+            waits.append(round((job.next_attempt_at - before).total_seconds()))
+            Job.objects.filter(id=job.id).update(locked_until=timezone.now())
+
+    assert waits == [5, 300, 1800, 7200, 18000, 36000, 36000]
+    assert (job.status, job.attempts, job.max_attempts, job.error_message) == ("failed", 8, 8, "429 Too Many Requests")
+    assert [arrival.headers["X-Webhook-Attempt"] for arrival in receiver.wait_for(8)] == [str(n) for n in range(1, 9)]
+
+
+def test_retry_after_is_honoured_on_a_429_and_other_4xx_end_the_delivery(
+    free: Client, receiver: Receiver, delivery_settings: Any
+) -> None:
+    delivery_settings.MESSAGE_RETRY_DELAYS = [5]
+    receiver.script("/busy", Reply(status=429, headers={"Retry-After": "120"}))
+    receiver.answer_always("/refused", Reply(status=422))
+    app = app_of(free)
+    busy_at, refused_at = endpoint_at(app, receiver, "/busy"), endpoint_at(app, receiver, "/refused")
+    _, (busy, refused) = deliveries(app, busy_at, refused_at, published=False)
+
+    before = timezone.now()
+    job_process(job_id=busy.id)
+    job_process(job_id=refused.id)
+
+    busy.refresh_from_db()
+    refused.refresh_from_db()
+    assert busy.status == JobStatus.PROCESSING
+    assert busy.next_attempt_at is not None
+    assert round((busy.next_attempt_at - before).total_seconds()) == 120
+    assert (refused.status, refused.attempts, refused.error_message) == ("failed", 1, "422 Unprocessable Entity")
+
+
+@pytest.mark.redis
+@pytest.mark.usefixtures("worker")
+def test_a_rate_limited_endpoint_is_paced_across_workers_and_blocks_no_other(free: Client, receiver: Receiver) -> None:
+    app = app_of(free)
+    limited, other = endpoint_at(app, receiver, "/limited", rate_limit=10), endpoint_at(app, receiver, "/other")
+    started = time.time()
+
+    _, paced = deliveries(app, *[limited] * 30)
+    _, unpaced = deliveries(app, *[other] * 10)
+
+    at_other = arrivals_at(receiver, "/other", 10)
+    at_limited = arrivals_at(receiver, "/limited", 30, timeout=20)
+    done = [wait_for_job(job.id) for job in [*paced, *unpaced]]
+    assert {(job.status, job.attempts, job.claims) for job in done} == {(JobStatus.COMPLETED, 1, 1)}
+    times = sorted(arrival.at for arrival in at_limited)
+    assert len(times) == 30
+    print(max(arrival.at for arrival in at_other) - started, [round(t - started, 2) for t in times])
+    # Queued behind the 30, the other endpoint's deliveries do not wait for their turns.
+    assert max(arrival.at for arrival in at_other) < times[-1] - 1
+    assert times[-1] - times[0] >= 2.0
+    assert max(in_any_second(times)) <= 11
+
+
+def in_any_second(times: Sequence[float]) -> list[int]:
+    """How many of ``times`` fall in the second that starts at each of them."""
+    return [sum(1 for other in times if start <= other < start + 1) for start in times]
+
+
+def test_pacing_lets_everything_through_while_redis_is_down_and_says_so_once(caplog: Any) -> None:
+    pacer = RedisPacer(f"redis://127.0.0.1:{free_port()}/0")
+
+    with caplog.at_level(logging.WARNING, logger="core.pacing"):
+        waits = [pacer.wait_ms("endpoint:x", f"job-{n}", per_second=1) for n in range(3)]
+
+    assert waits == [0, 0, 0]
+    assert len([record for record in caplog.records if "Pacing store unavailable" in record.message]) == 1
+
+
+def wait_for_endpoint(endpoint: Endpoint, *, timeout: float = 10.0, **state: bool) -> Endpoint:
+    """The endpoint once it is ``disabled`` and/or ``failing`` (failing_since set) as asked, or at the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        endpoint.refresh_from_db()
+        now = {"disabled": endpoint.disabled, "failing": endpoint.failing_since is not None}
+        if all(now[name] == wanted for name, wanted in state.items()) or time.monotonic() > deadline:
+            return endpoint
+        time.sleep(0.05)
+
+
+def emails_about(endpoint: Endpoint, *, expected: int, timeout: float = 10.0) -> list[Any]:
+    subject = f"Webhook endpoint {endpoint.url} disabled"
+    deadline = time.monotonic() + timeout
+    while True:
+        sent = [message for message in mail.outbox if message.subject == subject]
+        if len(sent) >= expected or time.monotonic() > deadline:
+            return sent
+        time.sleep(0.05)
