@@ -121,9 +121,10 @@ def _wait_for_turn(job: Job, *, seconds: float) -> None:
     """Hands the claimed delivery back, unattempted, until its endpoint's rate limit gives it its turn, and sends
     its task for then: this worker goes on to other deliveries (docs/customer-webhooks.md, "Rate limit")."""
     turn = timezone.now() + timedelta(seconds=seconds)
-    waiting = NextState.paced(
-        turn, attempts=job.attempts, error=job.error_message, requeue_at=turn + _seconds("JOB_RETRY_GRACE_SECONDS")
-    )
+    # Pending and published, as far as the sweeper can tell, at its turn: were its task lost, the sweeper's search
+    # for lost tasks finds it 5 s after (docs/delivery-engine.md, "The sweeper").
+    requeue_at = turn + _seconds("JOB_REQUEUE_AFTER_SECONDS")
+    waiting = NextState.paced(turn, attempts=job.attempts, error=job.error_message, requeue_at=requeue_at)
     try:
         put_back = store.put_back(job, waiting=waiting)
     except DATABASE_FAULTS as error:
