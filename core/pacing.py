@@ -8,7 +8,8 @@ Two rules, both kept in one Lua script on Redis's clock, exact across worker nod
   them is spread evenly instead of all trying again at once.
 - **The window.** Whatever the turns say, a caller goes only while fewer than N went in the second before (a log
   of who went when, as the API's rate limiter keeps): callers that came back late for their turns (their tasks
-  waited behind others) do not all go at once. One refused is given the time the window frees a place.
+  waited behind others) do not all go at once. One refused is given the next free turn once the window frees a
+  place, so those refused together are spread again.
 
 Without Redis (the embedded run) each process keeps both in its own memory. While Redis fails, pacing fails open: a
 caller goes at once, logged once per outage, and Redis is tried again every few seconds, as the API's rate limiter
@@ -63,7 +64,9 @@ if turn - now <= early then
     redis.call('DEL', KEYS[3])
     return 0
   end
-  turn = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]) + {WINDOW_MS}
+  local freed = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]) + {WINDOW_MS}
+  turn = math.max(freed, tonumber(redis.call('GET', KEYS[2])) or freed)
+  redis.call('SET', KEYS[2], turn + spacing, 'PX', math.ceil(turn + spacing - now) + {WINDOW_MS})
 end
 redis.call('SET', KEYS[3], turn, 'PX', math.ceil(turn - now) + {RESERVATION_KEPT_MS})
 return turn - now
@@ -101,7 +104,8 @@ class MemoryPacer:
                     self._gone.put(key, gone, weight=1)
                     self._turns.discard((key, caller))
                     return 0
-                turn = gone[0] + WINDOW_MS
+                turn = max(gone[0] + WINDOW_MS, self._next_free.get(key) or 0)
+                self._next_free.put(key, turn + 1000 / per_second, weight=1)
             self._turns.put((key, caller), turn, weight=1)
             return turn - now
 

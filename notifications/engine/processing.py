@@ -33,7 +33,7 @@ from notifications.engine.health import destination_health_record
 from notifications.engine.lease import Lease, LeasedT, lease_length, renewer
 from notifications.engine.queue import job_enqueue, jobs_enqueue, queued_messages
 from notifications.engine.transitions import NextState
-from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType
+from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType, Priority
 from notifications.observability import attempt_recorded
 from notifications.outcomes import finished_jobs_announce_soon, finished_jobs_left_waiting
 from suppressions.services import suppressed_message
@@ -133,7 +133,9 @@ def _wait_for_turn(job: Job, *, seconds: float) -> None:
         logger.warning("Job %s: not handed back for its turn, its lease will end: %s", job.id, error)
         return
     if put_back:
-        job_enqueue(job_id=job.id, priority=job.priority, countdown=seconds)
+        # On the broker's first step: a worker takes it at once, ahead of the queue, and holds it until its turn, so
+        # other deliveries queued meanwhile do not make it late.
+        job_enqueue(job_id=job.id, priority=Priority.HIGH, countdown=seconds)
 
 
 def _stopped(claim: store.Claim) -> AttemptOutcome | None:

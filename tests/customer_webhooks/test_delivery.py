@@ -295,7 +295,6 @@ def test_retry_after_is_honoured_on_a_429_and_other_4xx_end_the_delivery(
 def test_a_rate_limited_endpoint_is_paced_across_workers_and_blocks_no_other(free: Client, receiver: Receiver) -> None:
     app = app_of(free)
     limited, other = endpoint_at(app, receiver, "/limited", rate_limit=10), endpoint_at(app, receiver, "/other")
-    started = time.time()
 
     _, paced = deliveries(app, *[limited] * 30)
     _, unpaced = deliveries(app, *[other] * 10)
@@ -306,11 +305,11 @@ def test_a_rate_limited_endpoint_is_paced_across_workers_and_blocks_no_other(fre
     assert {(job.status, job.attempts, job.claims) for job in done} == {(JobStatus.COMPLETED, 1, 1)}
     times = sorted(arrival.at for arrival in at_limited)
     assert len(times) == 30
-    print(max(arrival.at for arrival in at_other) - started, [round(t - started, 2) for t in times])
-    # Queued behind the 30, the other endpoint's deliveries do not wait for their turns.
-    assert max(arrival.at for arrival in at_other) < times[-1] - 1
-    assert times[-1] - times[0] >= 2.0
-    assert max(in_any_second(times)) <= 11
+    # Queued behind the 30, the other endpoint's deliveries wait for their claims (each handed back at once), not for
+    # their turns: all are in while the limited endpoint's last turn is still to come.
+    assert max(arrival.at for arrival in at_other) < times[-1]
+    assert times[-1] - times[0] >= 2.5
+    assert max(in_any_second(times)) <= 11  # 10 granted in any second; the requests take a few ms each
 
 
 def in_any_second(times: Sequence[float]) -> list[int]:
