@@ -424,14 +424,11 @@ POSTMARK_API_URL = env_str("POSTMARK_API_URL", "https://api.postmarkapp.com/")
 PROVIDER_TIMEOUT_SECONDS = env_int("PROVIDER_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_RETRY_DELAYS = env_int_list("WEBHOOK_RETRY_DELAYS", "120,240")
 # A message's deliveries to its app's endpoints wait these seconds between attempts, one attempt more than delays:
-# customers' endpoints go down for hours (docs/customer-webhooks.md, "Deliveries are webhook jobs").
+# 8 attempts over about 27 hours, as customers' endpoints go down for hours (docs/customer-webhooks.md, "Retries").
 MESSAGE_RETRY_DELAYS = env_int_list("MESSAGE_RETRY_DELAYS", "5,300,1800,7200,18000,36000,36000")
 # The most a message's payload may hold, as compact UTF-8 JSON (docs/customer-webhooks.md, "Messages").
 MESSAGE_MAX_PAYLOAD_BYTES = env_int("MESSAGE_MAX_PAYLOAD_BYTES", 64 * 1024, minimum=1024)
 EMAIL_RETRY_DELAYS = env_int_list("EMAIL_RETRY_DELAYS", "120,240")
-# A message's deliveries to its app's endpoints: 8 attempts over about 27 hours, as customers' endpoints go down for
-# hours (docs/customer-webhooks.md, "Retries").
-MESSAGE_RETRY_DELAYS = env_int_list("MESSAGE_RETRY_DELAYS", "5,300,1800,7200,18000,36000,36000")
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 30, minimum=1)
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 # Failed webhook attempts in a row at one destination that make it "failing": an endpoint.failing event and an email
