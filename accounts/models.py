@@ -204,6 +204,13 @@ class AuditAction(models.TextChoices):
     TEMPLATE_CREATED = "template.created", "Template created"
     TEMPLATE_UPDATED = "template.updated", "Template updated"
     TEMPLATE_DELETED = "template.deleted", "Template deleted"
+    APP_CREATED = "app.created", "App created"
+    APP_UPDATED = "app.updated", "App updated"
+    APP_DELETED = "app.deleted", "App deleted"
+    ENDPOINT_CREATED = "endpoint.created", "Endpoint created"
+    ENDPOINT_UPDATED = "endpoint.updated", "Endpoint updated"
+    ENDPOINT_DELETED = "endpoint.deleted", "Endpoint deleted"
+    ENDPOINT_SECRET_ROTATED = "endpoint.secret_rotated", "Endpoint secret rotated"
     PLAN_CHANGED = "plan.changed", "Plan changed"
     # The monthly limit or the rate limit: the target says which (docs/rules.md, "Audit log").
     LIMIT_CHANGED = "limit.changed", "Limit changed"

@@ -389,7 +389,7 @@ class AppNotFound(NotFound):
 
 
 class EndpointNotFound(NotFound):
-    """An app's endpoint that is not the app's, or not the account's (docs/customer-webhooks.md)."""
+    """No endpoint of this id in the app: another app's or another account's answers the same."""
 
     code = "endpoint_not_found"
     message = "Endpoint not found"
@@ -488,6 +488,21 @@ class TemplateAliasTaken(Conflict):
     def __init__(self, *, alias: str) -> None:
         self.message = f"A template with alias {alias} exists already"
         super().__init__()
+
+
+class AppUidTaken(Conflict):
+    code = "app_uid_taken"
+
+    def __init__(self, *, uid: str) -> None:
+        self.message = f"An app with uid {uid} exists already"
+        super().__init__()
+
+
+class EndpointLimit(Conflict):
+    """The app has as many endpoints as it may (customer_webhooks.models.ENDPOINTS_PER_APP)."""
+
+    code = "endpoint_limit"
+    message = "An app may have at most 20 endpoints. Delete one first."
 
 
 # --- 502: a provider NotifyHub relies on failed -----------------------------------------------------------

@@ -6,10 +6,13 @@ import re
 import uuid
 
 from django.db.models import Q
+from django.utils import timezone
 
 from accounts.models import Account
-from core.errors import AppNotFound
-from customer_webhooks.models import App
+from accounts.selectors import signing_secrets_decrypt
+from core.errors import AppNotFound, EndpointNotFound
+from core.paging import page_rows
+from customer_webhooks.models import App, Endpoint
 
 # An app's id as the API shows it; a uid of this shape is refused, so an id-or-uid names one app only.
 APP_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -24,3 +27,32 @@ def app_get(*, account: Account, app: str) -> App:
     if found is None:
         raise AppNotFound(app=app)
     return found
+
+
+def app_list(*, account: Account, page: int, limit: int) -> tuple[list[App], int]:
+    """One page of the account's apps, newest first, and their total."""
+    return page_rows(App.objects.filter(account=account).order_by("-created_at", "-id"), page=page, limit=limit)
+
+
+def endpoint_list(*, app: App) -> list[Endpoint]:
+    """The app's endpoints, oldest first (there are at most ENDPOINTS_PER_APP)."""
+    return list(Endpoint.objects.filter(app=app))
+
+
+def endpoint_get(*, app: App, endpoint_id: str) -> Endpoint:
+    """The app's endpoint of this id; another app's, another account's or none is EndpointNotFound."""
+    try:
+        found = Endpoint.objects.filter(app=app, id=uuid.UUID(endpoint_id)).first()
+    except ValueError:
+        found = None
+    if found is None:
+        raise EndpointNotFound()
+    found.app = app
+    return found
+
+
+def endpoint_signing_secrets(endpoint: Endpoint) -> list[str]:
+    """The secrets that sign the endpoint's deliveries now, newest first: its secret and, until
+    ``previous_signs_until``, the one its last rotation replaced (customer_webhooks.services.endpoint_secret_rotate)."""
+    still_signs = endpoint.previous_signs_until is not None and endpoint.previous_signs_until > timezone.now()
+    return signing_secrets_decrypt(endpoint.encrypted_secret, endpoint.previous_encrypted_secret if still_signs else "")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -23,7 +22,7 @@ from core.errors import EventEndpointLimit
 from core.signals import AccountEvent
 from event_endpoints.models import ENDPOINTS_PER_ACCOUNT, Event, EventDelivery, EventEndpoint
 from event_endpoints.queue import UNFINISHED, event_deliveries_enqueue
-from notifications.delivery.http import MASK, split_credentials, webhook_origin
+from notifications.delivery.http import split_credentials, url_for_audit
 
 
 def events_emit(*, account_id: int, emitted: Sequence[AccountEvent]) -> list[EventDelivery]:
@@ -91,11 +90,9 @@ def endpoint_delete(endpoint: EventEndpoint) -> None:
 
 
 def _audit_target(endpoint: EventEndpoint) -> str:
-    """The endpoint's URL as the audit log names it: its origin, as endpoint health names a destination, and its path
-    masked whole, as are its query and fragment, where a receiver's token rides (``/services/T0/B0/<token>``), and
-    its credentials (docs/rules.md, "Audit log": never a secret)."""
-    origin = webhook_origin(endpoint.url)
-    return origin if urlsplit(endpoint.url).path in {"", "/"} else f"{origin}/{MASK}"
+    """The endpoint's URL as the audit log names it: its origin, as endpoint health names a destination, and the rest
+    masked."""
+    return url_for_audit(endpoint.url)
 
 
 def _lock_endpoints_of(account: Account) -> None:

@@ -374,8 +374,8 @@ SPECTACULAR_SETTINGS = {
         {"name": "event-endpoints", "description": "Your URLs NotifyHub posts your jobs' and providers' events to."},
         {
             "name": "apps",
-            "description": "Webhooks to your own customers: an app per customer, its endpoints, and the messages "
-            "fanned out to them.",
+            "description": "Webhooks to your own customers: an app per customer, its endpoints with their own "
+            "secrets, and the messages fanned out to them.",
         },
         {
             "name": "user",

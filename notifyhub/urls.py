@@ -31,7 +31,7 @@ urlpatterns = [
     path("api/v1/suppressions", include("suppressions.urls")),
     path("api/v1/event-endpoints", include("event_endpoints.urls")),
     path("api/v1/templates", include("email_templates.urls")),
-    path("api/v1/apps", include("customer_webhooks.message_urls")),
+    path("api/v1/apps", include("customer_webhooks.urls")),
     path("api/v1/webhooks/", include("webhooks_inbound.urls")),
     path("api/v1/admin/", include("staff.urls")),
     path("api/v1/schema/", SchemaView.as_view(), name="schema"),

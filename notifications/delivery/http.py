@@ -225,6 +225,14 @@ def with_credentials(masked_url: str, credentials: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{credentials}@{host}"))
 
 
+def url_for_audit(url: str) -> str:
+    """The URL as the audit log names an endpoint's: its origin, and its path masked whole, as are its query and
+    fragment, where a receiver's token rides (``/services/T0/B0/<token>``), and its credentials (docs/rules.md,
+    "Audit log": never a secret)."""
+    origin = webhook_origin(url)
+    return origin if urlsplit(url).path in {"", "/"} else f"{origin}/{MASK}"
+
+
 def webhook_origin(url: str) -> str:
     """``scheme://host[:port]`` alone: the stored URL has its credentials masked already, but a path or a
     query may carry a secret of its own (chat services put their webhook tokens in the path)."""

@@ -105,6 +105,8 @@ ACCOUNT_RULES = {
     # The time of the request, as for sendAt: a recover's `since` neither ahead of it nor older than the jobs are kept
     # (docs/customer-webhooks.md, "Messages").
     "apps_endpoints_recover_create": re.compile(r"since must (not be in the future|be within the last [0-9]+ days)"),
+    "apps_endpoints_create": re.compile(re.escape(LOCAL_URL_MESSAGE)),
+    "apps_endpoints_partial_update": re.compile(re.escape(LOCAL_URL_MESSAGE)),
 }
 
 

@@ -51,7 +51,7 @@ from tests.api.test_envelope import CODE, assert_error
 from tests.api.test_hostile_input import post_raw
 from tests.clients import APIClient
 from tests.conftest import Client, ready_to_send
-from tests.factories import AppFactory, FailedJobFactory
+from tests.factories import AppFactory, EndpointFactory, FailedJobFactory
 from tests.fakes.events import Delivery, PostmarkEvents, SendGridEvents
 from tests.fakes.providers import FakeResend
 from tests.providers_fixtures import RESEND_KEY
@@ -518,6 +518,32 @@ def a_101st_template(request: pytest.FixtureRequest) -> Any:
     for number in range(100):
         template_create(account=free.account, alias=f"t{number}", name="T", subject="Hi", html="<p>Hi</p>")
     return free.post("/api/v1/templates", {"alias": "more", "name": "More", "subject": "Hi", "html": "<p>Hi</p>"})
+
+
+@answers("app_not_found", 404, "App acme not found")
+def an_unknown_app(request: pytest.FixtureRequest) -> Any:
+    return client(request).get("/api/v1/apps/acme")
+
+
+@answers("app_uid_taken", 409, "An app with uid acme exists already")
+def an_app_uid_again(request: pytest.FixtureRequest) -> Any:
+    free = client(request)
+    AppFactory(account=free.account, uid="acme")
+    return free.post("/api/v1/apps", {"uid": "acme", "name": "Acme"})
+
+
+@answers("endpoint_not_found", 404, "Endpoint not found")
+def an_unknown_endpoint(request: pytest.FixtureRequest) -> Any:
+    free = client(request)
+    AppFactory(account=free.account, uid="acme")
+    return free.get(f"/api/v1/apps/acme/endpoints/{uuid.uuid4()}")
+
+
+@answers("endpoint_limit", 409, "An app may have at most 20 endpoints. Delete one first.")
+def a_21st_endpoint(request: pytest.FixtureRequest) -> Any:
+    free = client(request)
+    EndpointFactory.create_batch(20, app=AppFactory(account=free.account, uid="acme"))
+    return free.post("/api/v1/apps/acme/endpoints", {"url": "https://hooks.example.com/acme"})
 
 
 @answers("job_not_retryable", 404, "Job not found or cannot be retried (must be in failed status)")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from customer_webhooks.models import Message
+from customer_webhooks.models import App, Endpoint, Message
 from domains.models import SenderDomain
 from email_templates.models import TemplateVersion
 from email_templates.services import template_create
@@ -40,17 +40,25 @@ BODIES: dict[tuple[str, str], tuple[dict[str, Any], int]] = {
     ("/api/v1/templates/{template}/render", "post"): ({"data": {}}, 200),
     ("/api/v1/apps/{app}/messages", "post"): ({"eventType": "invoice.paid", "payload": {"n": 1}}, 202),
     ("/api/v1/apps/{app}/endpoints/{endpoint_id}/recover", "post"): ({"since": YESTERDAY}, 202),
+    ("/api/v1/apps", "post"): ({"uid": "globex", "name": "Globex"}, 201),
+    ("/api/v1/apps/{app}", "patch"): ({"name": "Acme GmbH"}, 200),
+    ("/api/v1/apps/{app}/endpoints", "post"): ({"url": "https://hooks.example.com/acme"}, 201),
+    ("/api/v1/apps/{app}/endpoints/{endpoint_id}", "patch"): ({"eventTypes": ["invoice.paid"]}, 200),
 }
-# The template a path's {template} names, made before the request.
+# The template a path's {template} names, and the app its {app} names, made before the request.
 EXISTING_TEMPLATE = "welcome"
+EXISTING_APP = "acme"
 UNKNOWN = {"colour": "teal"}
 
 
 def stored(client: Client) -> dict[str, int]:
     """How many the account has of each thing a body creates (a template's versions for a template)."""
-    kinds = [Job, Suppression, EventEndpoint, SenderDomain, Message]
+    kinds = [Job, Suppression, EventEndpoint, SenderDomain, App, Message]
     counts = {kind.__name__: kind.objects.filter(account=client.account).count() for kind in kinds}
-    return counts | {"TemplateVersion": TemplateVersion.objects.filter(template__account=client.account).count()}
+    return counts | {
+        "TemplateVersion": TemplateVersion.objects.filter(template__account=client.account).count(),
+        "Endpoint": Endpoint.objects.filter(app__account=client.account).count(),
+    }
 
 
 def test_the_table_holds_every_operation_that_takes_a_body(db: None) -> None:
@@ -72,8 +80,8 @@ def test_an_unknown_field_is_refused_and_nothing_is_stored(free: Client, path: s
         template_create(account=free.account, alias=EXISTING_TEMPLATE, name="Welcome", subject="Hi", html="<p>Hi</p>")
         path = path.replace("{template}", EXISTING_TEMPLATE)
     if "{app}" in path:
-        endpoint = EndpointFactory(app=AppFactory(account=free.account))
-        path = path.replace("{app}", str(endpoint.app_id)).replace("{endpoint_id}", str(endpoint.id))
+        endpoint = EndpointFactory(app=AppFactory(account=free.account, uid=EXISTING_APP))
+        path = path.replace("{app}", EXISTING_APP).replace("{endpoint_id}", str(endpoint.id))
     before = stored(free)
 
     refused = getattr(free.http, method)(path, {**body, **UNKNOWN}, format="json", HTTP_X_API_KEY=free.api_key)
