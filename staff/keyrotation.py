@@ -18,6 +18,7 @@ from django.db.models import Q
 
 from accounts.models import ProviderKey, SigningSecret
 from core.crypto import reencrypt
+from customer_webhooks.models import Endpoint
 from event_endpoints.models import EventEndpoint
 from notifications.models import Job
 from webhooks_inbound.models import TrackingCredentials
@@ -36,6 +37,9 @@ ENCRYPTED_COLUMNS: list[Column] = [
     (Job, "secret_headers"),
     (TrackingCredentials, "encrypted_resend_secret"),
     (EventEndpoint, "url_credentials"),
+    (Endpoint, "url_credentials"),
+    (Endpoint, "encrypted_secret"),
+    (Endpoint, "previous_encrypted_secret"),
 ]
 
 

@@ -16,6 +16,10 @@ from django.db import models
 from accounts.models import ProviderKey, SigningSecret
 from accounts.services import provider_key_set, signing_secret_generate
 from core.crypto import encrypt, reencrypt
+from customer_webhooks.models import Endpoint
+from customer_webhooks.selectors import endpoint_signing_secrets
+from customer_webhooks.services import app_create, endpoint_secret_rotate
+from customer_webhooks.services import endpoint_create as customer_endpoint_create
 from event_endpoints.models import EventEndpoint
 from event_endpoints.services import endpoint_create
 from notifications.models import Job
@@ -55,6 +59,11 @@ def store_every_secret(client: Client) -> dict[Column, str]:
     endpoint_create(
         account=account, url="https://event-user:event-pass@hooks.example.com/events", events=["job.failed"]
     )
+    app = app_create(account=account, uid="acme", name="Acme")
+    customer_endpoint = customer_endpoint_create(app=app, url="https://app-user:app-pass@hooks.example.com/acme")
+    # Rotated once too: the endpoint's secret it replaced still signs, from a column of its own.
+    (previous_endpoint_secret,) = endpoint_signing_secrets(customer_endpoint)
+    endpoint_secret = endpoint_secret_rotate(customer_endpoint)
     return {
         (ProviderKey, "encrypted_api_key"): "pm-server-token",
         (ProviderKey, "encrypted_account_token"): "pm-account-token",
@@ -64,6 +73,9 @@ def store_every_secret(client: Client) -> dict[Column, str]:
         (Job, "secret_headers"): '{"Authorization": "Bearer tok-a1b2c3"}',
         (TrackingCredentials, "encrypted_resend_secret"): RESEND_SECRET,
         (EventEndpoint, "url_credentials"): "event-user:event-pass",
+        (Endpoint, "url_credentials"): "app-user:app-pass",
+        (Endpoint, "encrypted_secret"): endpoint_secret,
+        (Endpoint, "previous_encrypted_secret"): previous_endpoint_secret,
     }
 
 
@@ -197,10 +209,10 @@ def test_progress_goes_to_stderr_a_line_every_ten_batches(startup: Client, keys:
     rotatekeys("--batch-size", "1", stderr=stderr)
 
     lines = stderr.getvalue().splitlines()
-    assert secrets == 14  # a line at the tenth batch of one secret each, and at the last
+    assert secrets == 17  # a line at the tenth batch of one secret each, and at the last
     assert [PROGRESS_LINE.match(line).groups() for line in lines] == [  # type: ignore[union-attr]
-        ("10", "14", "71.4"),
-        ("14", "14", "100.0"),
+        ("10", "17", "58.8"),
+        ("17", "17", "100.0"),
     ]
 
 
