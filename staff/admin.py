@@ -1,4 +1,5 @@
-"""The Django admin as staff's console: accounts with their actions, jobs, domains, events and suppressions.
+"""The Django admin as staff's console: accounts with their actions, jobs, domains, events, suppressions, templates
+and apps.
 
 Every change goes through the services the API and the commands use, never a bare save, and
 nothing secret is shown: API keys by their hint, provider keys by name, no signing secret,
@@ -37,6 +38,7 @@ from accounts.services import (
     usage_reset,
 )
 from core.errors import DomainError, SuppressionNotFound
+from customer_webhooks.models import App, Endpoint
 from domains.models import DomainRegistration, SenderDomain
 from email_templates.models import Template, TemplateVersion
 from event_endpoints.models import EventEndpoint
@@ -556,6 +558,43 @@ class TemplateAdmin(admin.ModelAdmin):
     list_select_related = ["account__user"]
     readonly_fields = [field.name for field in Template._meta.fields]
     inlines = [TemplateVersionInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class EndpointInline(ReadOnlyInline):
+    model = Endpoint
+    # Its secrets and URL credentials stay encrypted and out of sight.
+    fields = readonly_fields = (
+        "url",
+        "event_types",
+        "description",
+        "rate_limit",
+        "disabled",
+        "disabled_reason",
+        "failing_since",
+        "created_at",
+    )
+    show_change_link = False
+
+
+@admin.register(App)
+class AppAdmin(admin.ModelAdmin):
+    """Read-only: apps and their endpoints are the account's, changed through the API (docs/customer-webhooks.md);
+    staff read them to help a holder."""
+
+    list_display = ["name", "uid", "account", "created_at"]
+    search_fields = ["uid", "name", "account__user__email"]
+    list_select_related = ["account__user"]
+    readonly_fields = [field.name for field in App._meta.fields]
+    inlines = [EndpointInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
