@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from accounts.models import Account, AuditAction
 from accounts.services import audit_record
-from core.crypto import encrypt
+from core.crypto import decrypt, encrypt
 from core.errors import AppUidTaken, EndpointLimit
 from customer_webhooks.models import ENDPOINTS_PER_APP, App, Endpoint
 from notifications.delivery.http import split_credentials, url_for_audit
@@ -172,10 +172,14 @@ def _new_secret() -> str:
 
 
 def _url_set(endpoint: Endpoint, url: str) -> None:
-    """The URL as stored: its credentials masked, and kept apart encrypted (as a webhook job's)."""
+    """The URL as stored: its credentials masked, and kept apart encrypted (as a webhook job's). The same credentials
+    keep their token, so a PATCH giving the URL there is changes nothing."""
     masked_url, credentials = split_credentials(url)
     endpoint.url = masked_url
-    endpoint.url_credentials = encrypt(credentials) if credentials else None
+    if not credentials:
+        endpoint.url_credentials = None
+    elif not endpoint.url_credentials or decrypt(endpoint.url_credentials) != credentials:
+        endpoint.url_credentials = encrypt(credentials)
 
 
 @contextmanager

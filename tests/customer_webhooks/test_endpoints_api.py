@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEntry, KeyMode, KeyScope
-from core.crypto import decrypt
+from core.crypto import decrypt, encrypt
 from customer_webhooks.models import App, Endpoint
 from customer_webhooks.selectors import endpoint_signing_secrets
 from tests.api.test_envelope import assert_error
@@ -225,9 +225,10 @@ def test_disabling_and_enabling_an_endpoint_enabling_forgets_why_it_was_disabled
 
 
 def test_patch_changing_nothing_records_nothing(startup: Client, app: App) -> None:
-    endpoint = EndpointFactory(app=app, url=URL)
+    endpoint = EndpointFactory(app=app, url="https://***@hooks.acme.example/in", url_credentials=encrypt("u:p"))
+    same = {"url": "https://u:p@hooks.acme.example/in", "disabled": False}
 
-    assert patch(startup, f"{ENDPOINTS}/{endpoint.id}", {"url": URL, "disabled": False}).status_code == 200
+    assert patch(startup, f"{ENDPOINTS}/{endpoint.id}", same).status_code == 200
     assert patch(startup, f"{ENDPOINTS}/{endpoint.id}", {}).status_code == 200
     assert entries(startup, "endpoint.updated") == []
 
