@@ -34,15 +34,17 @@ PATH_VALUES = {
     "endpoint_id": "00000000-0000-0000-0000-000000000000",
     "email": "someone@example.com",
     "template": "welcome",
+    "app": "acme",
 }
 
 
 def expected_scopes(path: str, method: str) -> set[str]:
-    """The design's rule: `send` keys send, batch, cancel and ping; `read` keys GET and render a template (a preview
-    changes nothing); everything else needs `full`."""
+    """The design's rule: `send` keys send, batch, cancel and ping; `read` keys GET (but an app's endpoint's secret,
+    with which its reader could sign) and render a template (a preview changes nothing); everything else needs
+    `full`."""
     if path == "/api/v1/ping":
         return {"full", "send", "read"}
-    if method == "get" or path.endswith("/templates/{template}/render"):
+    if (method == "get" and not path.endswith("/secret")) or path.endswith("/templates/{template}/render"):
         return {"full", "read"}
     if re.search(r"/notifications/(email|webhook)(/batch)?$|/cancel$", path):
         return {"full", "send"}

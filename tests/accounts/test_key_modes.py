@@ -16,6 +16,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from accounts.models import Account, AuditEntry, KeyMode, UsagePeriod
 from accounts.services import api_key_create
 from accounts.throttle import reset_rate_limits
+from customer_webhooks.models import App
 from domains.models import SenderDomain
 from email_templates.models import Template
 from email_templates.services import template_create
@@ -28,20 +29,23 @@ from tests.accounts.test_api_keys import call
 from tests.api.test_envelope import assert_error
 from tests.clients import APIClient
 from tests.conftest import Client, ready_to_send
-from tests.factories import JobFactory
+from tests.factories import AppFactory, EndpointFactory, JobFactory
 
 TEST_KEY_REFUSED = "Test keys cannot read or change live data; use a live key"
 SUPPRESSED = "gone@example.com"
-# What test mode is for (docs/rules.md, "Test mode"): the sends and batches, the caller's own jobs, ping; and reading
-# and rendering the templates a test send renders (TEST_MODE_TEMPLATE_OPERATION).
+# What test mode is for (docs/rules.md, "Test mode"): the sends and batches, the caller's own jobs, ping; reading
+# and rendering the templates a test send renders (TEST_MODE_TEMPLATE_OPERATION); and reading the apps and endpoints
+# a test message goes to, an endpoint's secret aside (TEST_MODE_APP_OPERATION).
 TEST_MODE_PATH = re.compile(r"/ping$|/notifications/(email|webhook)(/batch)?$|/jobs(/\{job_id\}(/retry|/cancel)?)?$")
 TEST_MODE_TEMPLATE_OPERATION = re.compile(r"get /api/v1/templates.*|post /api/v1/templates/\{template\}/render")
+TEST_MODE_APP_OPERATION = re.compile(r"get /api/v1/apps(/\{app\}(/endpoints(/\{endpoint_id\})?)?)?")
 # The account's live rows, each model by the column naming the account.
 LIVE_ROWS: list[tuple[type[Model], dict[str, Any]]] = [
     (Job, {"test": False}),
     (Suppression, {}),
     (EventEndpoint, {}),
     (Template, {}),
+    (App, {}),
     (SenderDomain, {}),
     (AuditEntry, {}),
     (UsagePeriod, {}),
@@ -49,7 +53,12 @@ LIVE_ROWS: list[tuple[type[Model], dict[str, Any]]] = [
 
 
 def expected_modes(path: str, method: str = "get") -> set[str]:
-    if TEST_MODE_PATH.search(path) or TEST_MODE_TEMPLATE_OPERATION.fullmatch(f"{method} {path}"):
+    operation = f"{method} {path}"
+    if (
+        TEST_MODE_PATH.search(path)
+        or TEST_MODE_TEMPLATE_OPERATION.fullmatch(operation)
+        or TEST_MODE_APP_OPERATION.fullmatch(operation)
+    ):
         return {"live", "test"}
     return {"live"}
 
@@ -89,7 +98,15 @@ def live(startup: Client) -> dict[str, str]:
     suppression_add(account=startup.account, email=SUPPRESSED)
     endpoint = endpoint_create(account=startup.account, url="https://hooks.example.com/events", events=["job.failed"])
     template_create(account=startup.account, alias="welcome", name="Welcome", subject="Hi", html="<p>Hi</p>")
-    return {"job_id": str(job.id), "endpoint_id": str(endpoint.id), "email": SUPPRESSED, "template": "welcome"}
+    # An app whose endpoint has the event endpoint's id: `{endpoint_id}` names a live row in both paths.
+    EndpointFactory(id=endpoint.id, app=AppFactory(account=startup.account, uid="acme"))
+    return {
+        "job_id": str(job.id),
+        "endpoint_id": str(endpoint.id),
+        "email": SUPPRESSED,
+        "template": "welcome",
+        "app": "acme",
+    }
 
 
 @pytest.fixture
