@@ -248,6 +248,38 @@ def test_event_endpoints_are_created_listed_and_deleted(hub: Hub) -> None:
     assert hub.run(lambda nh: nh.event_endpoints.list()) == ()
 
 
+def test_apps_and_their_endpoints_are_created_read_changed_and_deleted(hub: Hub) -> None:
+    app = hub.run(lambda nh: nh.apps.create(name="Acme", uid="acme"))
+    endpoint = hub.run(
+        lambda nh: nh.apps.create_endpoint("acme", url="https://acme.example.com/in", event_types=["invoice.paid"])
+    )
+
+    renamed = hub.run(lambda nh: nh.apps.update("acme", name="Acme GmbH"))
+    listed = hub.collect(lambda nh: nh.apps.list(page_size=5))
+    changed = hub.run(lambda nh: nh.apps.update_endpoint("acme", endpoint.id, rate_limit=10, disabled=True))
+    cleared = hub.run(lambda nh: nh.apps.update_endpoint(app.id, endpoint.id, rate_limit=None))
+    secret = hub.run(lambda nh: nh.apps.endpoint_secret("acme", endpoint.id))
+    rotated = hub.run(lambda nh: nh.apps.rotate_endpoint_secret("acme", endpoint.id))
+
+    assert (app.uid, app.name, renamed.name) == ("acme", "Acme", "Acme GmbH")
+    assert listed == [renamed]
+    assert hub.run(lambda nh: nh.apps.get(app.id)) == renamed
+    assert (endpoint.event_types, endpoint.rate_limit, endpoint.description) == (("invoice.paid",), None, "")
+    assert (changed.rate_limit, changed.disabled, cleared.rate_limit) == (10, True, None)
+    assert hub.run(lambda nh: nh.apps.endpoints("acme")) == (cleared,)
+    assert hub.run(lambda nh: nh.apps.get_endpoint("acme", endpoint.id)) == cleared
+    assert secret.secret.startswith("whsec_")
+    assert rotated.secret.startswith("whsec_")
+    assert rotated != secret
+    assert hub.run(lambda nh: nh.apps.endpoint_secret("acme", endpoint.id)) == rotated
+    deleted = hub.run(lambda nh: nh.apps.delete_endpoint("acme", endpoint.id))
+    assert deleted == notifyhub.AppEndpointDeleted(id=endpoint.id, message="Endpoint deleted")
+    assert hub.run(lambda nh: nh.apps.delete("acme")) == notifyhub.AppDeleted(
+        id=app.id, uid="acme", message="App deleted"
+    )
+    assert hub.collect(lambda nh: nh.apps.list()) == []
+
+
 def test_templates_are_created_read_replaced_rendered_and_deleted(hub: Hub, holder: Client) -> None:
     ready_to_send(holder)
     created = hub.run(

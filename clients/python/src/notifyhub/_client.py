@@ -7,7 +7,17 @@ from typing import Self
 
 from ._calls import Call, Route, reading
 from ._models import Pong
-from ._resources import Account, Emails, EventEndpoints, Jobs, SenderDomain, Suppressions, Templates, Webhooks
+from ._resources import (
+    Account,
+    Apps,
+    Emails,
+    EventEndpoints,
+    Jobs,
+    SenderDomain,
+    Suppressions,
+    Templates,
+    Webhooks,
+)
 from ._surface import Resource, TransportT, operation
 from ._transports import AsyncTransport, Settings, SyncTransport
 
@@ -35,6 +45,7 @@ class _Client(Resource[TransportT]):
         self.suppressions: Suppressions[TransportT] = Suppressions(transport)
         self.event_endpoints: EventEndpoints[TransportT] = EventEndpoints(transport)
         self.templates: Templates[TransportT] = Templates(transport)
+        self.apps: Apps[TransportT] = Apps(transport)
         self.domain: SenderDomain[TransportT] = SenderDomain(transport)
         self.account: Account[TransportT] = Account(transport)
 

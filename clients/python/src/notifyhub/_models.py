@@ -337,3 +337,46 @@ class RenderedTemplate:
     subject: str
     html: str
     text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class App:
+    """One of the account's customers, with the account's own ``uid`` for it (docs/customer-webhooks.md)."""
+
+    id: str
+    uid: str | None
+    name: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppDeleted:
+    id: str
+    uid: str | None
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppEndpoint:
+    """An HTTPS URL of an app's customer, signed with a secret of its own; ``event_types`` empty: every type."""
+
+    id: str
+    url: str
+    event_types: tuple[str, ...]
+    description: str
+    rate_limit: int | None
+    disabled: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppEndpointDeleted:
+    id: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointSecret:
+    """``whsec_`` and base64: the key the Standard Webhooks libraries verify an endpoint's deliveries with."""
+
+    secret: str

@@ -18,11 +18,16 @@ from ._decode import api_name, decode
 from ._flows import Flow, poll_until_final
 from ._models import (
     AcceptedJob,
+    App,
+    AppDeleted,
+    AppEndpoint,
+    AppEndpointDeleted,
     AuditEntry,
     BatchResult,
     DashboardStats,
     Domain,
     DomainDeleted,
+    EndpointSecret,
     EventDelivery,
     EventEndpoint,
     EventEndpointDeleted,
@@ -352,6 +357,111 @@ class EventEndpoints(Resource[TransportT]):
     def deliveries(route: Route, endpoint_id: str, *, page_size: int | None = None) -> Paging[EventDelivery]:
         """The events sent to the endpoint, newest first, with their status and last error."""
         return route.paging(EventDelivery, path={"endpoint_id": endpoint_id}, query={"limit": page_size})
+
+
+class _Omitted:
+    """An argument left out: not sent, so a create takes the API's default and an update leaves the field as it is.
+    (None is sent, as null: it clears a field that may be null, a rate limit or a description.)"""
+
+    def __repr__(self) -> str:
+        return "OMITTED"
+
+
+OMITTED: Any = _Omitted()
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """The fields given, in the API's names."""
+    return {api_name(name): value for name, value in fields.items() if value is not OMITTED}
+
+
+def _read_app_endpoints(data: Any) -> tuple[AppEndpoint, ...]:
+    return tuple(decode(AppEndpoint, endpoint) for endpoint in data["data"])
+
+
+class Apps(Resource[TransportT]):
+    @listing("GET", "/api/v1/apps")
+    def list(route: Route, *, page_size: int | None = None) -> Paging[App]:
+        """The account's apps, newest first."""
+        return route.paging(App, query={"limit": page_size})
+
+    @operation("POST", "/api/v1/apps")
+    def create(route: Route, *, name: str, uid: str | None = None) -> Call[App]:
+        """An app for one of your customers; ``uid``, your own id for it, names it wherever its id does."""
+        return route.call(reading(App), body={"name": name, **({"uid": uid} if uid is not None else {})})
+
+    @operation("GET", "/api/v1/apps/{app}")
+    def get(route: Route, app: str) -> Call[App]:
+        """The app by its id or uid."""
+        return route.call(reading(App), path={"app": app})
+
+    @operation("PATCH", "/api/v1/apps/{app}")
+    def update(route: Route, app: str, *, name: str = OMITTED, uid: str = OMITTED) -> Call[App]:
+        """Renames the app or gives it another uid."""
+        return route.call(reading(App), path={"app": app}, body=_given(name=name, uid=uid))
+
+    @operation("DELETE", "/api/v1/apps/{app}")
+    def delete(route: Route, app: str) -> Call[AppDeleted]:
+        """Deletes the app with its endpoints, its messages and their deliveries."""
+        return route.call(reading(AppDeleted), path={"app": app})
+
+    @operation("GET", "/api/v1/apps/{app}/endpoints")
+    def endpoints(route: Route, app: str) -> Call[tuple[AppEndpoint, ...]]:
+        """The app's endpoints (at most 20), oldest first."""
+        return route.call(_read_app_endpoints, path={"app": app})
+
+    @operation("POST", "/api/v1/apps/{app}/endpoints")
+    def create_endpoint(
+        route: Route,
+        app: str,
+        *,
+        url: str,
+        event_types: Sequence[str] = OMITTED,
+        description: str | None = OMITTED,
+        rate_limit: int | None = OMITTED,
+    ) -> Call[AppEndpoint]:
+        """Adds an HTTPS URL receiving the app's messages of ``event_types`` (all of them when left out), signed with
+        a secret of its own, at most ``rate_limit`` deliveries a second."""
+        body = _given(url=url, event_types=event_types, description=description, rate_limit=rate_limit)
+        return route.call(reading(AppEndpoint), path={"app": app}, body=body)
+
+    @operation("GET", "/api/v1/apps/{app}/endpoints/{endpoint_id}")
+    def get_endpoint(route: Route, app: str, endpoint_id: str) -> Call[AppEndpoint]:
+        """One endpoint of the app."""
+        return route.call(reading(AppEndpoint), path={"app": app, "endpoint_id": endpoint_id})
+
+    @operation("PATCH", "/api/v1/apps/{app}/endpoints/{endpoint_id}")
+    def update_endpoint(
+        route: Route,
+        app: str,
+        endpoint_id: str,
+        *,
+        url: str = OMITTED,
+        event_types: Sequence[str] = OMITTED,
+        description: str | None = OMITTED,
+        rate_limit: int | None = OMITTED,
+        disabled: bool = OMITTED,
+    ) -> Call[AppEndpoint]:
+        """Changes what is given; ``disabled=False`` also starts an endpoint NotifyHub disabled afresh."""
+        body = _given(
+            url=url, event_types=event_types, description=description, rate_limit=rate_limit, disabled=disabled
+        )
+        return route.call(reading(AppEndpoint), path={"app": app, "endpoint_id": endpoint_id}, body=body)
+
+    @operation("DELETE", "/api/v1/apps/{app}/endpoints/{endpoint_id}")
+    def delete_endpoint(route: Route, app: str, endpoint_id: str) -> Call[AppEndpointDeleted]:
+        """Deletes the endpoint with its deliveries."""
+        return route.call(reading(AppEndpointDeleted), path={"app": app, "endpoint_id": endpoint_id})
+
+    @operation("GET", "/api/v1/apps/{app}/endpoints/{endpoint_id}/secret")
+    def endpoint_secret(route: Route, app: str, endpoint_id: str) -> Call[EndpointSecret]:
+        """The secret that signs the endpoint's deliveries, for its owner to verify them with."""
+        return route.call(reading(EndpointSecret), path={"app": app, "endpoint_id": endpoint_id})
+
+    @operation("POST", "/api/v1/apps/{app}/endpoints/{endpoint_id}/secret/rotate")
+    def rotate_endpoint_secret(route: Route, app: str, endpoint_id: str) -> Call[EndpointSecret]:
+        """A new secret for the endpoint; the old one keeps signing beside it for a while (a day by default)."""
+        return route.call(reading(EndpointSecret), path={"app": app, "endpoint_id": endpoint_id})
 
 
 class SenderDomain(Resource[TransportT]):
