@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import base64
+import threading
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from accounts.models import AuditEntry, KeyMode, KeyScope
 from core.crypto import decrypt, encrypt
 from customer_webhooks.models import App, Endpoint
 from customer_webhooks.selectors import endpoint_signing_secrets
+from customer_webhooks.services import endpoint_create
 from tests.api.test_envelope import assert_error
-from tests.conftest import Client
+from tests.clients import APIClient
+from tests.conftest import Client, done_elsewhere
 from tests.customer_webhooks.conftest import APPS, keyed, patch
 from tests.factories import ENDPOINT_SECRET, AppFactory, EndpointFactory
 
@@ -163,6 +168,42 @@ def test_the_21st_endpoint_of_an_app_is_a_409(startup: Client, app: App) -> None
     other = AppFactory(account=startup.account, uid="globex")
     assert startup.post(f"{APPS}/globex/endpoints", {"url": URL}).status_code == 201
     assert other.endpoints.count() == 1
+
+
+def _waiting_on_a_lock() -> bool:
+    """Whether a connection to this test's database waits for a lock (the server may serve other databases)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        return bool(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite takes one writer at a time: no race to run")
+def test_an_add_racing_another_for_the_last_place_waits_for_it_then_is_a_409(startup: Client) -> None:
+    app = AppFactory(account=startup.account, uid="acme")
+    EndpointFactory.create_batch(19, app=app)
+    answers: list[Any] = []
+
+    def add_at_once() -> None:
+        try:
+            answers.append(APIClient().post(ENDPOINTS, {"url": URL}, format="json", HTTP_X_API_KEY=startup.api_key))
+        finally:
+            connection.close()
+
+    racing = threading.Thread(target=add_at_once)
+    # Another add holds the app, its 20th endpoint not yet committed: this one waits for it, then counts it.
+    with done_elsewhere(lambda: endpoint_create(app=app, url=URL)):
+        racing.start()
+        deadline = time.monotonic() + 10
+        while not _waiting_on_a_lock():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    racing.join(10)
+
+    assert_error(answers[0], 409, "An app may have at most 20 endpoints. Delete one first.", "endpoint_limit")
+    assert Endpoint.objects.filter(app=app).count() == 20
 
 
 def test_the_list_holds_the_apps_endpoints_oldest_first(startup: Client, app: App) -> None:
