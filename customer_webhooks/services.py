@@ -66,9 +66,10 @@ def app_update(*, app: App, name: str | None = None, uid: str | None = None) -> 
 
 def app_delete(app: App) -> None:
     """Deletes the app with its endpoints, its messages and their deliveries."""
+    target = _app_target(app)  # delete() takes the instance's id away
     with transaction.atomic():
         app.delete()
-        audit_record(account=app.account, action=AuditAction.APP_DELETED, target=_app_target(app))
+        audit_record(account=app.account, action=AuditAction.APP_DELETED, target=target)
 
 
 def endpoint_create(

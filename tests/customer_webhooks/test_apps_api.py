@@ -149,6 +149,17 @@ def test_delete_takes_the_endpoints_with_it_and_records_it(startup: Client) -> N
     assert_error(startup.delete(f"{APPS}/acme"), 404, "App acme not found", "app_not_found")
 
 
+def test_an_app_without_a_uid_is_recorded_deleted_by_its_id(startup: Client) -> None:
+    app = AppFactory(account=startup.account)
+
+    assert startup.delete(f"{APPS}/{app.id}").json()["data"] == {
+        "id": str(app.id),
+        "uid": None,
+        "message": "App deleted",
+    }
+    assert AuditEntry.objects.get(account=startup.account, action="app.deleted").target == str(app.id)
+
+
 @pytest.mark.parametrize("named", ["id", "uid"])
 def test_another_accounts_app_is_not_found_by_id_or_uid(startup: Client, make_client: Any, named: str) -> None:
     app = AppFactory(account=make_client().account, uid="theirs")
