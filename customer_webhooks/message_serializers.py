@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from core.api.envelope import iso_utc
@@ -15,40 +15,20 @@ from core.api.fields import (
     IsoDateTimeField,
     JsonObjectField,
     OneOfField,
-    StrictField,
     TextField,
     ZonedDateTimeField,
-    whole_value,
 )
 from core.api.pages import PageQuery, PaginationSerializer
 from core.api.serializers import BodySerializer
 from customer_webhooks.messages import MessageSent
-from customer_webhooks.models import EVENT_TYPE_MAX_LENGTH, EVENT_TYPE_PATTERN, EVENT_TYPE_RULE, is_event_type
+from customer_webhooks.serializers import EventTypeField
 from notifications.delivery.wire import json_bytes
 from notifications.models import JobStatus
 
-EVENT_TYPE_SCHEMA = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": EVENT_TYPE_MAX_LENGTH,
-    "pattern": whole_value(EVENT_TYPE_PATTERN.pattern),
-}
 # A live message's answers are as a live job's; a test key's message says it is one.
 TEST_FIELD_TEXT = "Present, and true, only on a message sent with a test API key: its deliveries send nothing."
 # As a send's (docs/rules.md, "Idempotency").
 IDEMPOTENCY_KEY_MAX_LENGTH = 255
-
-
-@extend_schema_field(EVENT_TYPE_SCHEMA)
-class EventTypeField(StrictField):
-    """An event type (``invoice.paid``): what a message is sent as and an endpoint receives."""
-
-    invalid_message = required_message = f"{{name}} must be {EVENT_TYPE_RULE}"
-
-    def to_internal_value(self, data: Any) -> str:
-        if not is_event_type(data):
-            self.fail("invalid")
-        return str(data)
 
 
 class MessagePayloadField(JsonObjectField):

@@ -13,7 +13,6 @@ from core.api.pages import page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
 from core.errors import AccountInactive, AppNotFound, DuplicateRequest, EndpointNotFound, MessageNotFound, QuotaExceeded
 from customer_webhooks.message_serializers import (
-    EVENT_TYPE_SCHEMA,
     EndpointRecoveredSerializer,
     EndpointRecoverRequestSerializer,
     MessageAcceptedSerializer,
@@ -23,9 +22,10 @@ from customer_webhooks.message_serializers import (
     MessageRequestSerializer,
     message_accepted,
 )
-from customer_webhooks.messages import app_endpoint_get, endpoint_recover, message_get, message_list, message_send
+from customer_webhooks.messages import endpoint_recover, message_get, message_list, message_send
 from customer_webhooks.models import ENDPOINTS_PER_APP
-from customer_webhooks.selectors import app_get
+from customer_webhooks.selectors import app_get, endpoint_get
+from customer_webhooks.serializers import EVENT_TYPE_SCHEMA
 
 APP_NOT_FOUND = ErrorAnswer("No app of this id or uid in the account.", AppNotFound)
 MODE_TEXT = (
@@ -207,7 +207,7 @@ class EndpointRecoverView(ApiKeyView):
         serializer = EndpointRecoverRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         account = request_account(request)
-        endpoint = app_endpoint_get(app=app_get(account=account, app=app), endpoint_id=endpoint_id)
+        endpoint = endpoint_get(app=app_get(account=account, app=app), endpoint_id=endpoint_id)
         requeued = endpoint_recover(
             account=account,
             endpoint=endpoint,

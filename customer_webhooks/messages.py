@@ -20,7 +20,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from accounts.models import Account
-from core.errors import DuplicateRequest, EndpointNotFound, MessageNotFound
+from core.errors import DuplicateRequest, MessageNotFound
 from customer_webhooks.models import App, Endpoint, Message
 from notifications.models import Job
 from notifications.services import due_jobs_store, failed_jobs_retry, message_delivery_new
@@ -127,15 +127,6 @@ def message_get(*, app: App, message_id: str, test: bool) -> Message:
     )
     if found is None:
         raise MessageNotFound()
-    return found
-
-
-def app_endpoint_get(*, app: App, endpoint_id: str) -> Endpoint:
-    """The app's endpoint of this id; another app's, or none, is EndpointNotFound (the same answer)."""
-    parsed = _uuid_or_none(endpoint_id)
-    found = Endpoint.objects.filter(id=parsed, app=app).first() if parsed else None
-    if found is None:
-        raise EndpointNotFound()
     return found
 
 

@@ -14,9 +14,12 @@ from core.api.serializers import BodySerializer
 from customer_webhooks.models import (
     DESCRIPTION_MAX_LENGTH,
     EVENT_TYPE_MAX_LENGTH,
+    EVENT_TYPE_PATTERN,
+    EVENT_TYPE_RULE,
     NAME_MAX_LENGTH,
     RATE_LIMIT_MAX,
     UID_MAX_LENGTH,
+    is_event_type,
 )
 from notifications.delivery.http import is_refused_target
 
@@ -35,20 +38,13 @@ APP_UID_SCHEMA = {
     "pattern": whole_value(f"(?!(?:{UUID_SHAPED.pattern})$){APP_UID.pattern}"),
 }
 
-# An event type: dot-separated words of lower-case letters, digits, _ and - (`invoice.paid`, `user.signed-up`).
-EVENT_TYPE = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
-EVENT_TYPE_RULE = f"at most {EVENT_TYPE_MAX_LENGTH} characters: words of a-z, 0-9, _ and - joined by dots"
 EVENT_TYPE_SCHEMA = {
     "type": "string",
     "minLength": 1,
     "maxLength": EVENT_TYPE_MAX_LENGTH,
-    "pattern": whole_value(EVENT_TYPE.pattern),
+    "pattern": whole_value(EVENT_TYPE_PATTERN.pattern),
 }
 EVENT_TYPES_MAX = 50
-
-
-def is_event_type(value: Any) -> bool:
-    return isinstance(value, str) and len(value) <= EVENT_TYPE_MAX_LENGTH and EVENT_TYPE.fullmatch(value) is not None
 
 
 @extend_schema_field(APP_UID_SCHEMA)
@@ -65,7 +61,9 @@ class AppUidField(StrictField):
 
 @extend_schema_field(EVENT_TYPE_SCHEMA)
 class EventTypeField(StrictField):
-    invalid_message = required_message = f"{{name}} must be an event type: {EVENT_TYPE_RULE}"
+    """An event type (``invoice.paid``): what a message is sent as and an endpoint receives."""
+
+    invalid_message = required_message = f"{{name}} must be {EVENT_TYPE_RULE}"
 
     def to_internal_value(self, data: Any) -> str:
         if not is_event_type(data):

@@ -44,12 +44,10 @@ TOPIC_SUPPRESSION_REASON_SQL = f"""{_REASON_OF_ADDRESS}
 def suppression_reason(*, account_id: int, email: str, topic: str | None = None) -> str | None:
     """Why the account does not email ``email`` on ``topic`` (None: a transactional email, which only an entry for
     every email stops), or None when it may: one lookup in a unique index."""
-    address = normalized_address(email)
-    statement, params = (
-        (SUPPRESSION_REASON_SQL, [account_id, address])
-        if topic is None
-        else (TOPIC_SUPPRESSION_REASON_SQL, [account_id, address, topic])
-    )
+    params: list[int | str] = [account_id, normalized_address(email)]
+    statement = SUPPRESSION_REASON_SQL if topic is None else TOPIC_SUPPRESSION_REASON_SQL
+    if topic is not None:
+        params.append(topic)
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         row = cursor.fetchone()

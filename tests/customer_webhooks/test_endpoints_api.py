@@ -123,7 +123,10 @@ def test_a_private_address_is_taken_where_private_networks_are_allowed(
     [
         ({"url": "http://hooks.acme.example/in"}, "url must be a valid HTTPS URL"),
         ({"url": None}, "url must be a valid HTTPS URL"),
-        ({"eventTypes": ["Invoice.Paid"]}, "eventTypes[0] must be event types: at most 128 characters: words of "),
+        (
+            {"eventTypes": ["Invoice.Paid"]},
+            "eventTypes[0] must be event types: lowercase segments of a-z, 0-9, _ and - joined by dots, at most 128",
+        ),
         ({"eventTypes": ["invoice..paid"]}, "eventTypes[0] must be event types"),
         ({"eventTypes": ["invoice.paid", ".paid"]}, "eventTypes[1] must be event types"),
         ({"eventTypes": ["invoice.paid."]}, "eventTypes[0] must be event types"),
