@@ -35,18 +35,19 @@ PATH_VALUES = {
     "email": "someone@example.com",
     "template": "welcome",
     "app": "acme",
+    "message_id": "00000000-0000-0000-0000-000000000000",
 }
 
 
 def expected_scopes(path: str, method: str) -> set[str]:
-    """The design's rule: `send` keys send, batch, cancel and ping; `read` keys GET (but an app's endpoint's secret,
-    with which its reader could sign) and render a template (a preview changes nothing); everything else needs
-    `full`."""
+    """The design's rule: `send` keys send, batch, send a message to an app, cancel and ping; `read` keys GET (but
+    an app's endpoint's secret, with which its reader could sign) and render a template (a preview changes nothing);
+    everything else needs `full`."""
     if path == "/api/v1/ping":
         return {"full", "send", "read"}
     if (method == "get" and not path.endswith("/secret")) or path.endswith("/templates/{template}/render"):
         return {"full", "read"}
-    if re.search(r"/notifications/(email|webhook)(/batch)?$|/cancel$", path):
+    if re.search(r"/notifications/(email|webhook)(/batch)?$|/cancel$", path) or path == "/api/v1/apps/{app}/messages":
         return {"full", "send"}
     return {"full"}
 

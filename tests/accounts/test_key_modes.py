@@ -16,7 +16,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from accounts.models import Account, AuditEntry, KeyMode, UsagePeriod
 from accounts.services import api_key_create
 from accounts.throttle import reset_rate_limits
-from customer_webhooks.models import App
+from customer_webhooks.models import App, Message
 from domains.models import SenderDomain
 from email_templates.models import Template
 from email_templates.services import template_create
@@ -34,11 +34,16 @@ from tests.factories import AppFactory, EndpointFactory, JobFactory
 TEST_KEY_REFUSED = "Test keys cannot read or change live data; use a live key"
 SUPPRESSED = "gone@example.com"
 # What test mode is for (docs/rules.md, "Test mode"): the sends and batches, the caller's own jobs, ping; reading
-# and rendering the templates a test send renders (TEST_MODE_TEMPLATE_OPERATION); and reading the apps and endpoints
-# a test message goes to, an endpoint's secret aside (TEST_MODE_APP_OPERATION).
+# and rendering the templates a test send renders (TEST_MODE_TEMPLATE_OPERATION); reading the apps and endpoints
+# a test message goes to, an endpoint's secret aside, and the caller's own messages: sending, reading and recovering
+# their deliveries (TEST_MODE_APP_OPERATION).
 TEST_MODE_PATH = re.compile(r"/ping$|/notifications/(email|webhook)(/batch)?$|/jobs(/\{job_id\}(/retry|/cancel)?)?$")
 TEST_MODE_TEMPLATE_OPERATION = re.compile(r"get /api/v1/templates.*|post /api/v1/templates/\{template\}/render")
-TEST_MODE_APP_OPERATION = re.compile(r"get /api/v1/apps(/\{app\}(/endpoints(/\{endpoint_id\})?)?)?")
+TEST_MODE_APP_OPERATION = re.compile(
+    r"get /api/v1/apps(/\{app\}(/endpoints(/\{endpoint_id\})?)?)?"
+    r"|(get|post) /api/v1/apps/\{app\}/messages|get /api/v1/apps/\{app\}/messages/\{message_id\}"
+    r"|post /api/v1/apps/\{app\}/endpoints/\{endpoint_id\}/recover"
+)
 # The account's live rows, each model by the column naming the account.
 LIVE_ROWS: list[tuple[type[Model], dict[str, Any]]] = [
     (Job, {"test": False}),
@@ -46,6 +51,7 @@ LIVE_ROWS: list[tuple[type[Model], dict[str, Any]]] = [
     (EventEndpoint, {}),
     (Template, {}),
     (App, {}),
+    (Message, {"test": False}),
     (SenderDomain, {}),
     (AuditEntry, {}),
     (UsagePeriod, {}),
@@ -99,8 +105,12 @@ def live(startup: Client) -> dict[str, str]:
     endpoint = endpoint_create(account=startup.account, url="https://hooks.example.com/events", events=["job.failed"])
     template_create(account=startup.account, alias="welcome", name="Welcome", subject="Hi", html="<p>Hi</p>")
     # An app whose endpoint has the event endpoint's id: `{endpoint_id}` names a live row in both paths.
-    EndpointFactory(id=endpoint.id, app=AppFactory(account=startup.account, uid="acme"))
+    app_endpoint = EndpointFactory(id=endpoint.id, app=AppFactory(account=startup.account, uid="acme"))
+    message = Message.objects.create(
+        account=startup.account, app=app_endpoint.app, event_type="invoice.paid", payload={"n": 1}
+    )
     return {
+        "message_id": str(message.id),
         "job_id": str(job.id),
         "endpoint_id": str(endpoint.id),
         "email": SUPPRESSED,
