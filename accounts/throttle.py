@@ -10,8 +10,6 @@ every few seconds.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from functools import cache
 
 from django.conf import settings
@@ -25,14 +23,13 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from accounts.models import ApiKey
+from core.store_outage import StoreOutage
 
 logger = logging.getLogger(__name__)
 
 # A request asks the store once; a store that hangs (a stalled Redis, a dropped network) costs it this much, not
 # the seconds a TCP connect or read can take. Redis answers the script in well under a millisecond.
 STORE_TIMEOUT_SECONDS = 0.25
-# After a failure, the store is tried again by one request this often; the others meanwhile use memory.
-STORE_RETRY_SECONDS = 5.0
 
 _fallbacks = Counter(
     "notifyhub_rate_limiter_fallbacks",
@@ -49,54 +46,28 @@ class FallbackLimiter:
     def __init__(self, shared: MovingWindowRateLimiter) -> None:
         self._shared = shared
         self._local = MovingWindowRateLimiter(MemoryStorage())
-        self._lock = threading.Lock()
-        # Both None while the store answers; set from the first failure until the store answers again.
-        self._down_since: float | None = None
-        self._last_try: float | None = None
+        # While it fails, the store is tried again by one request every few seconds; the others use memory.
+        self._outage = StoreOutage(
+            logger,
+            down="Rate limiter store unavailable (%s); limiting in this process's memory until it answers",
+            back="Rate limiter store answers again after %.1fs; limiting there again",
+        )
 
     def hit(self, item: RateLimitItem, *identifiers: str) -> bool:
-        if self._store_due():
+        if self._outage.store_due():
             try:
                 allowed = self._shared.hit(item, *identifiers)
             except StorageError as error:
-                self._store_failed(error.storage_error)
+                if self._outage.failed(error.storage_error):
+                    _fallbacks.inc()
             else:
-                if self._down_since is not None:
-                    self._store_recovered()
+                self._outage.answered()
                 return allowed
         return self._local.hit(item, *identifiers)
 
     def reset(self) -> None:
         self._local.storage.reset()
         self._shared.storage.reset()
-
-    def _store_due(self) -> bool:
-        """Whether this request asks the store: always while it answers, else one request per retry interval."""
-        if self._down_since is None:
-            return True
-        with self._lock:
-            now = time.monotonic()
-            if self._last_try is not None and now - self._last_try < STORE_RETRY_SECONDS:
-                return False
-            self._last_try = now
-            return True
-
-    def _store_failed(self, error: Exception) -> None:
-        with self._lock:
-            self._last_try = time.monotonic()
-            if self._down_since is not None:
-                return
-            self._down_since = self._last_try
-        _fallbacks.inc()
-        logger.warning("Rate limiter store unavailable (%s); limiting in this process's memory until it answers", error)
-
-    def _store_recovered(self) -> None:
-        with self._lock:
-            if self._down_since is None:
-                return
-            seconds = time.monotonic() - self._down_since
-            self._down_since = self._last_try = None
-        logger.info("Rate limiter store answers again after %.1fs; limiting there again", seconds)
 
 
 @cache

@@ -29,13 +29,12 @@ import redis
 from django.conf import settings
 
 from core.lru import BoundedLRU
+from core.store_outage import StoreOutage
 
 logger = logging.getLogger(__name__)
 
 # A caller asks Redis once per attempt; a Redis that hangs costs it this much (as the API's rate limiter).
 STORE_TIMEOUT_SECONDS = 0.25
-# After a failure, Redis is asked again this often; callers meanwhile go through unpaced.
-STORE_RETRY_SECONDS = 5.0
 # A caller back this little before its turn (its countdown and Redis's clock differ a little) takes it.
 EARLY_MS = 10
 WINDOW_MS = 1000
@@ -118,49 +117,24 @@ class RedisPacer:
             url, socket_timeout=STORE_TIMEOUT_SECONDS, socket_connect_timeout=STORE_TIMEOUT_SECONDS
         )
         self._script: Any = client.register_script(TURN_SCRIPT)
-        self._lock = threading.Lock()
-        # Set from the first failure until Redis answers again.
-        self._down_since: float | None = None
-        self._last_try = 0.0
+        # While it fails, Redis is asked again by one caller every few seconds; the others go through unpaced.
+        self._outage = StoreOutage(
+            logger,
+            down="Pacing store unavailable (%s); rate-limited endpoints are not paced until it answers",
+            back="Pacing store answers again after %.1fs; pacing there again",
+        )
 
     def wait_ms(self, key: str, caller: str, *, per_second: int) -> float:
-        if not self._store_due():
+        if not self._outage.store_due():
             return 0
         keys = [f"pace:{key}:gone", f"pace:{key}:next", f"pace:{key}:turn:{caller}"]
         try:
             wait = self._script(keys=keys, args=[per_second, 1000 / per_second, EARLY_MS, caller])
         except redis.RedisError as error:
-            self._store_failed(error)
+            self._outage.failed(error)
             return 0
-        if self._down_since is not None:
-            self._store_recovered()
+        self._outage.answered()
         return float(wait)
-
-    def _store_due(self) -> bool:
-        if self._down_since is None:
-            return True
-        with self._lock:
-            now = time.monotonic()
-            if now - self._last_try < STORE_RETRY_SECONDS:
-                return False
-            self._last_try = now
-            return True
-
-    def _store_failed(self, error: Exception) -> None:
-        with self._lock:
-            self._last_try = time.monotonic()
-            if self._down_since is not None:
-                return
-            self._down_since = self._last_try
-        logger.warning("Pacing store unavailable (%s); rate-limited endpoints are not paced until it answers", error)
-
-    def _store_recovered(self) -> None:
-        with self._lock:
-            if self._down_since is None:
-                return
-            seconds = time.monotonic() - self._down_since
-            self._down_since = None
-        logger.info("Pacing store answers again after %.1fs; pacing there again", seconds)
 
 
 @cache

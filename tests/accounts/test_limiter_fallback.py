@@ -16,6 +16,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from accounts import throttle
+from core import store_outage
 from tests.conftest import Client, _unavailable
 from tests.servers import RedisServer
 
@@ -32,7 +33,7 @@ def private_redis(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch
     server = RedisServer(tmp_path)
     server.start()
     settings.RATELIMIT_STORAGE_URL = server.url
-    monkeypatch.setattr(throttle, "STORE_RETRY_SECONDS", 0.3)
+    monkeypatch.setattr(store_outage, "STORE_RETRY_SECONDS", 0.3)
     throttle._limiter.cache_clear()
     try:
         yield server
