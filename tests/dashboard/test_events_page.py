@@ -127,6 +127,7 @@ def test_the_add_form_offers_each_event_type_by_its_name(holder: Holder) -> None
         "email.deferred",
         "suppression.created",
         "endpoint.failing",
+        "endpoint.disabled",
     ]
     assert "<legend>Event types</legend>" in html
     assert re.search(r'<label for="id_events_1"><input [^>]*value="job.failed"[^>]*> job.failed</label>', html)
