@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
@@ -20,7 +19,7 @@ from core.api.fields import (
 )
 from core.api.pages import PageQuery, PaginationSerializer
 from core.api.serializers import BodySerializer
-from customer_webhooks.messages import MessageSent
+from customer_webhooks.messages import MessageSent, recover_since_refusal
 from customer_webhooks.serializers import EventTypeField
 from notifications.delivery.wire import json_bytes
 from notifications.models import JobStatus
@@ -129,12 +128,8 @@ class RecoverSinceField(ZonedDateTimeField):
 
     def to_internal_value(self, data: Any) -> datetime:
         since = super().to_internal_value(data)
-        now = timezone.now()
-        if since > now:
-            self.reject("{name} must not be in the future")
-        days = settings.JOB_RETENTION_DAYS
-        if days and since < now - timedelta(days=days):
-            self.reject(f"{{name}} must be within the last {days} days")
+        if refusal := recover_since_refusal(since):
+            self.reject("{name} " + refusal)
         return since
 
 

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -135,6 +135,18 @@ def _uuid_or_none(text: str) -> uuid.UUID | None:
         return uuid.UUID(text)
     except ValueError:
         return None
+
+
+def recover_since_refusal(since: datetime) -> str | None:
+    """Why a recover cannot start at ``since``, worded to follow the field's name; None when it can: not in the
+    future, and not before the oldest job JOB_RETENTION_DAYS keeps."""
+    now = timezone.now()
+    if since > now:
+        return "must not be in the future"
+    days = settings.JOB_RETENTION_DAYS
+    if days and since < now - timedelta(days=days):
+        return f"must be within the last {days} days"
+    return None
 
 
 def endpoint_recover(*, account: Account, endpoint: Endpoint, since: datetime, test: bool) -> int:

@@ -27,7 +27,12 @@ EVENT_TYPE_MAX_LENGTH = 128
 # An event type: lowercase segments of a-z, 0-9, _ and - joined by dots (``invoice.paid``), at most
 # EVENT_TYPE_MAX_LENGTH characters; what an endpoint subscribes to and a message is sent as.
 EVENT_TYPE_PATTERN = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
+# The most event types one endpoint may name.
+EVENT_TYPES_MAX = 50
 EVENT_TYPE_RULE = f"lowercase segments of a-z, 0-9, _ and - joined by dots, at most {EVENT_TYPE_MAX_LENGTH} characters"
+# An app's uid: the holder's own id for its customer, of characters that need no escaping in a URL's path.
+APP_UID = re.compile(rf"[A-Za-z0-9._:-]{{1,{UID_MAX_LENGTH}}}")
+APP_UID_RULE = f"1 to {UID_MAX_LENGTH} of A-Z, a-z, 0-9, ., _, : and -"
 # The most deliveries a second an endpoint's rateLimit may ask for.
 RATE_LIMIT_MAX = 1000
 

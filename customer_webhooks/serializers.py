@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
@@ -12,10 +11,13 @@ from core.api.fields import TEMPLATE_ID, HttpsUrlField, IsoDateTimeField, Strict
 from core.api.pages import PaginationSerializer
 from core.api.serializers import BodySerializer
 from customer_webhooks.models import (
+    APP_UID,
+    APP_UID_RULE,
     DESCRIPTION_MAX_LENGTH,
     EVENT_TYPE_MAX_LENGTH,
     EVENT_TYPE_PATTERN,
     EVENT_TYPE_RULE,
+    EVENT_TYPES_MAX,
     NAME_MAX_LENGTH,
     RATE_LIMIT_MAX,
     UID_MAX_LENGTH,
@@ -25,9 +27,6 @@ from notifications.delivery.http import is_refused_target
 
 # (Comments, not docstrings, in this module: drf-spectacular shows docstrings to API clients.)
 
-# An app's uid: the holder's own id for its customer, of characters that need no escaping in a URL's path.
-APP_UID = re.compile(rf"[A-Za-z0-9._:-]{{1,{UID_MAX_LENGTH}}}")
-APP_UID_RULE = f"1 to {UID_MAX_LENGTH} of A-Z, a-z, 0-9, ., _, : and -"
 # A uid is never shaped like a UUID (32 hexadecimal digits, hyphens anywhere among them), so that an app's id or uid
 # in a path names one app only (customer_webhooks.selectors.app_get).
 UUID_SHAPED = TEMPLATE_ID
@@ -44,7 +43,6 @@ EVENT_TYPE_SCHEMA = {
     "maxLength": EVENT_TYPE_MAX_LENGTH,
     "pattern": whole_value(EVENT_TYPE_PATTERN.pattern),
 }
-EVENT_TYPES_MAX = 50
 
 
 @extend_schema_field(APP_UID_SCHEMA)
