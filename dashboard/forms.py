@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import re
 import unicodedata
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -19,6 +21,7 @@ from core.api.fields import (
     EMAIL_MAX_LENGTH,
     TAG,
     TAG_RULE,
+    TEMPLATE_ID,
     TOPIC,
     DomainNameField,
     EmailAddressField,
@@ -29,6 +32,19 @@ from core.api.fields import (
 )
 from core.api.parsers import BodyNotObject, InvalidJson, JSONObjectParser
 from core.errors import ApiKeyNameInvalid
+from customer_webhooks.messages import recover_since_refusal
+from customer_webhooks.models import (
+    APP_UID,
+    APP_UID_RULE,
+    DESCRIPTION_MAX_LENGTH,
+    EVENT_TYPE_RULE,
+    EVENT_TYPES_MAX,
+    RATE_LIMIT_MAX,
+    Endpoint,
+    is_event_type,
+)
+from customer_webhooks.models import NAME_MAX_LENGTH as APP_NAME_MAX_LENGTH
+from customer_webhooks.services import EndpointChanges
 from dashboard.mail import send_platform_email
 from email_templates.engine import PART_MAX_CHARS, SUBJECT_MAX_CHARS
 from email_templates.models import NAME_MAX_LENGTH
@@ -380,12 +396,19 @@ class SuppressionAddForm(forms.Form):
 # --- The events page -----------------------------------------------------------------------------
 
 
-class _EventEndpointUrlRule(serializers.Serializer):
-    """POST /api/v1/event-endpoints' rule for ``url`` (event_endpoints.serializers): the page refuses the same URLs
-    in the same words. The dashboard may not import another app's serializers (tests/test_layers.py), so it is
-    restated here from the same parts."""
+class _EndpointUrlRule(serializers.Serializer):
+    """The API's rule for an endpoint's ``url``, an event endpoint's (event_endpoints.serializers) and an app's
+    endpoint's (customer_webhooks.serializers) alike: the page refuses the same URLs in the same words. The dashboard
+    may not import another app's serializers (tests/test_layers.py), so it is restated here from the same parts."""
 
     url = HttpsUrlField(refused=is_refused_target)
+
+
+def _endpoint_url(value: str) -> str:
+    rule = _EndpointUrlRule(data={"url": value})
+    if not rule.is_valid():
+        raise forms.ValidationError([str(message) for message in rule.errors["url"]])
+    return str(rule.validated_data["url"])
 
 
 # Each type labelled by its value, the name an endpoint receives it by (``job.completed``).
@@ -413,10 +436,7 @@ class EventEndpointAddForm(forms.Form):
     )
 
     def clean_url(self) -> str:
-        rule = _EventEndpointUrlRule(data={"url": self.cleaned_data["url"]})
-        if not rule.is_valid():
-            raise forms.ValidationError([str(message) for message in rule.errors["url"]])
-        return str(rule.validated_data["url"])
+        return _endpoint_url(self.cleaned_data["url"])
 
 
 # --- The templates pages ---------------------------------------------------------------------------
@@ -529,3 +549,157 @@ class TemplatePreviewForm(forms.Form):
         if not rule.is_valid():
             raise forms.ValidationError([str(message) for message in rule.errors["data"]])
         return dict(rule.validated_data["data"])
+
+
+# --- The apps pages ------------------------------------------------------------------------------
+
+
+class _AppNameRule(serializers.Serializer):
+    """POST /api/v1/apps' rule for ``name`` (customer_webhooks.serializers), restated from the same parts."""
+
+    name = TextField(max_length=APP_NAME_MAX_LENGTH, single_line=True)
+
+
+class _EndpointDescriptionRule(serializers.Serializer):
+    """POST /api/v1/apps/<app>/endpoints' rule for ``description``, restated from the same parts."""
+
+    description = TextField(max_length=DESCRIPTION_MAX_LENGTH)
+
+
+def _by_rule(rule: type[serializers.Serializer], name: str, value: str) -> Any:
+    checked = rule(data={name: value})
+    if not checked.is_valid():
+        raise forms.ValidationError([str(message) for message in checked.errors[name]])
+    return checked.validated_data[name]
+
+
+_CODE_INPUT_ATTRS = {"autocomplete": "off", "autocapitalize": "none", "spellcheck": "false"}
+
+
+class AppForm(forms.Form):
+    """An app's uid and name, for adding one or changing it, each refused in the API's words. Changing, an empty uid
+    keeps the one the app has: the API gives no way to take it away."""
+
+    name = forms.CharField(
+        label="Name",
+        required=False,
+        strip=False,
+        widget=forms.TextInput(attrs={"placeholder": "Acme Inc.", "autocomplete": "off"}),
+        help_text="Who the app is for: the customer whose endpoints it holds.",
+    )
+    uid = forms.CharField(
+        label="UID (optional)",
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "customer-42", **_CODE_INPUT_ATTRS}),
+        help_text=f"Your own id for this customer, unique among your apps, {APP_UID_RULE}: the API takes it wherever "
+        "it takes the app's id.",
+    )
+
+    def clean_name(self) -> str:
+        return str(_by_rule(_AppNameRule, "name", self.cleaned_data["name"]))
+
+    def clean_uid(self) -> str | None:
+        """The rule of customer_webhooks.serializers.AppUidField: never shaped like a UUID, so that an id or a uid
+        names one app only."""
+        uid = str(self.cleaned_data["uid"])
+        if not uid:
+            return None
+        if not APP_UID.fullmatch(uid):
+            raise forms.ValidationError(f"uid must be {APP_UID_RULE}")
+        if TEMPLATE_ID.fullmatch(uid):
+            raise forms.ValidationError("uid must not be shaped like a UUID")
+        return uid
+
+
+# Event types in one text field: separated by commas, spaces or new lines.
+_EVENT_TYPE_SEPARATORS = re.compile(r"[\s,]+")
+
+
+RATE_LIMIT_REFUSED = f"Enter a whole number of deliveries a second, from 1 to {RATE_LIMIT_MAX:,}, or leave it empty."
+
+
+class EndpointForm(forms.Form):
+    """An app's endpoint, added or changed: each field by the API's rule for it."""
+
+    url = forms.CharField(
+        label="Endpoint URL",
+        error_messages={"required": "url must be a valid HTTPS URL"},
+        widget=forms.URLInput(
+            attrs={"placeholder": "https://example.com/webhooks", "autocomplete": "url", "spellcheck": "false"}
+        ),
+        help_text="HTTPS, at a public address. A user:password in it is kept encrypted and shown as ***.",
+    )
+    event_types = forms.CharField(
+        label="Event types (optional)",
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "invoice.paid, invoice.failed", **_CODE_INPUT_ATTRS}),
+        help_text=f"Separated by commas or spaces, at most {EVENT_TYPES_MAX}, each {EVENT_TYPE_RULE}. Empty: every "
+        "type.",
+    )
+    description = forms.CharField(
+        label="Description (optional)", required=False, strip=False, help_text="For you: what the endpoint is for."
+    )
+    rate_limit = forms.IntegerField(
+        label="Rate limit (optional)",
+        required=False,
+        min_value=1,
+        max_value=RATE_LIMIT_MAX,
+        widget=forms.NumberInput(attrs={"placeholder": "10"}),
+        error_messages=dict.fromkeys(("invalid", "min_value", "max_value"), RATE_LIMIT_REFUSED),
+        help_text="At most this many deliveries a second reach it; the others wait their turn. Empty: no limit.",
+    )
+
+    def clean_url(self) -> str:
+        return _endpoint_url(self.cleaned_data["url"])
+
+    def clean_event_types(self) -> list[str]:
+        """The rule of customer_webhooks.serializers.EventTypesField, in the page's words."""
+        event_types = [name for name in _EVENT_TYPE_SEPARATORS.split(self.cleaned_data["event_types"]) if name]
+        if len(event_types) > EVENT_TYPES_MAX:
+            raise forms.ValidationError(f"Name at most {EVENT_TYPES_MAX} event types.")
+        for index, event_type in enumerate(event_types):
+            if not is_event_type(event_type):
+                raise forms.ValidationError(f"{event_type} is not an event type: each is {EVENT_TYPE_RULE}.")
+            if event_type in event_types[:index]:
+                raise forms.ValidationError(f"{event_type} is named twice.")
+        return event_types
+
+    def clean_description(self) -> str | None:
+        description = str(self.cleaned_data["description"])
+        if not description.strip():
+            return None
+        return str(_by_rule(_EndpointDescriptionRule, "description", description))
+
+    def changes(self) -> EndpointChanges:
+        """The endpoint's fields as the services take them (customer_webhooks.services)."""
+        return EndpointChanges(
+            url=self.cleaned_data["url"],
+            event_types=self.cleaned_data["event_types"],
+            description=self.cleaned_data["description"],
+            rate_limit=self.cleaned_data["rate_limit"],
+        )
+
+    @staticmethod
+    def initial_of(endpoint: Endpoint) -> dict[str, Any]:
+        return {
+            "url": endpoint.url,
+            "event_types": ", ".join(endpoint.event_types),
+            "description": endpoint.description,
+            "rate_limit": endpoint.rate_limit,
+        }
+
+
+class EndpointRecoverForm(forms.Form):
+    since = forms.DateTimeField(
+        label="Failed since (UTC)",
+        error_messages={"required": "Enter the time to recover from.", "invalid": "Enter a date and time."},
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="Every delivery to this endpoint that failed and was sent since then is tried again from its first "
+        "attempt.",
+    )
+
+    def clean_since(self) -> datetime:
+        since: datetime = self.cleaned_data["since"]
+        if refusal := recover_since_refusal(since):
+            raise forms.ValidationError(f"since {refusal}")
+        return since

@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from dashboard.views import (
+    apps,
     audit,
     auth,
     domain,
@@ -84,6 +85,45 @@ urlpatterns = [
     path(
         "dashboard/templates/<uuid:template_id>/delete/", templates.TemplateDeleteView.as_view(), name="template-delete"
     ),
+    path("dashboard/apps/", apps.AppsView.as_view(), name="apps"),
+    path("dashboard/apps/<uuid:app_id>/", apps.AppView.as_view(), name="app"),
+    path("dashboard/apps/<uuid:app_id>/edit/", apps.AppEditView.as_view(), name="app-edit"),
+    path("dashboard/apps/<uuid:app_id>/delete/", apps.AppDeleteView.as_view(), name="app-delete"),
+    # One app's pages below its own (dashboard/views/app_pages.py): their templates name them from the app's URL.
+    path(
+        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/", apps.EndpointView.as_view(), name="app-endpoint"
+    ),
+    path(
+        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/disable/",
+        apps.EndpointDisableView.as_view(),
+        name="app-endpoint-disable",
+    ),
+    path(
+        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/enable/",
+        apps.EndpointEnableView.as_view(),
+        name="app-endpoint-enable",
+    ),
+    path(
+        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/delete/",
+        apps.EndpointDeleteView.as_view(),
+        name="app-endpoint-delete",
+    ),
+    path(
+        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/secret/",
+        apps.EndpointSecretView.as_view(),
+        name="app-endpoint-secret",
+    ),
+    path(
+        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/rotate/",
+        apps.EndpointRotateView.as_view(),
+        name="app-endpoint-rotate",
+    ),
+    path(
+        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/recover/",
+        apps.EndpointRecoverView.as_view(),
+        name="app-endpoint-recover",
+    ),
+    path("dashboard/apps/<uuid:app_id>/messages/<uuid:message_id>/", apps.MessageView.as_view(), name="app-message"),
     path("dashboard/audit/", audit.AuditView.as_view(), name="audit"),
     path("dashboard/account/", pages.AccountView.as_view(), name="account"),
     path("dashboard/account/password/", auth.PasswordChangeView.as_view(), name="password_change"),

@@ -39,6 +39,9 @@ APP_MODULES_SHARED |= {"engine", "delivery"}
 # (``unsubscribe``: the one-click unsubscribe link an email with a topic carries and the page that reads it,
 # docs/suppressions.md.)
 APP_MODULES_SHARED |= {"unsubscribe"}
+# (``messages``: the services sending, reading and recovering an app's messages, docs/customer-webhooks.md; the
+# dashboard's apps pages read and recover them.)
+APP_MODULES_SHARED |= {"messages"}
 
 
 def _import_statements(package: str) -> Iterator[tuple[Path, ast.Import | ast.ImportFrom]]:
