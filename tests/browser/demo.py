@@ -1,5 +1,6 @@
 """A paid holder whose pages all have something to show: API keys, provider keys, a verified domain, secrets, jobs,
-usage, an event endpoint, a failing webhook destination, and the audit log of the changes the holder made."""
+usage, an event endpoint, a failing webhook destination, apps for its customers with their endpoints and messages,
+and the audit log of the changes the holder made."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ from accounts.plans import Plan
 from accounts.selectors import current_period
 from accounts.services import account_create, api_key_create, provider_key_set, signing_secret_generate
 from core.actor import HOLDER, acting_as
+from customer_webhooks import services as customer_webhooks
+from customer_webhooks.models import App, Endpoint, Message
 from domains.models import DomainRegistration, DomainStatus, SenderDomain
 from email_templates.services import template_create, template_update
 from event_endpoints.models import Event, EventDelivery, EventDeliveryStatus
 from event_endpoints.services import endpoint_create
+from notifications.engine.app_endpoints import FAILING
 from notifications.models import DailyTally, DeliveryStatus, DestinationHealth, JobStatus, JobType
 from tests.factories import DeliveryLogFactory, JobFactory
 from webhooks_inbound.services import postmark_password_generate
@@ -37,6 +41,9 @@ DEMO_JOB_ID = UUID("7d3c1b8e-2f4a-4c6d-9e0b-5a1f3c7e9d24")
 DEMO_TEMPLATE_ALIAS = "password-reset"
 # Sample data for the demo's password-reset template, as a holder would type it on the preview page.
 DEMO_TEMPLATE_DATA = '{"name": "Ada", "link": "https://acme.example.com/reset/9f2c4e"}'
+# The app (one of the holder's customers) and the message whose pages pages.py shows: fixed ids, as the job's.
+DEMO_APP_ID = UUID("3f6b2a1c-8d4e-4f70-a1b2-c3d4e5f60718")
+DEMO_MESSAGE_ID = UUID("9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d")
 
 # Delivery attempts (DeliveryLog fields) the demo's jobs made.
 WEBHOOK_200 = {"status": DeliveryStatus.SUCCESS, "response_status": 200, "duration_ms": 87, "error_message": None}
@@ -104,6 +111,7 @@ def demo_holder_create(*, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD
         _jobs(account)
         _event_endpoint(account)
         _templates(account)
+        _apps(account)
     _daily_tallies(account)
     UsagePeriod.objects.update_or_create(
         account=account, period_start=current_period(account)[0], defaults={"used": WEBHOOKS_USED}
@@ -282,4 +290,56 @@ def _daily_tallies(account: Account) -> None:
             day=today - timedelta(days=days_ago),
             completed=40 + (days_ago * 37) % 50,
             failed=(days_ago * 5) % 7,
+        )
+
+
+def _apps(account: Account) -> None:
+    """Three customers' apps; the first with an endpoint taking two types at 10 a second, one with a user:password
+    taking every type, one NotifyHub disabled after days of failures, and three messages, the newest delivered to
+    one endpoint and being retried at the other."""
+    now = timezone.now()
+    for days_ago, name, uid in [(30, "Initech", None), (9, "Globex Corporation", "globex")]:
+        customer_webhooks.app_create(account=account, name=name, uid=uid)
+        App.objects.filter(account=account, name=name).update(created_at=now - timedelta(days=days_ago))
+    app = customer_webhooks.app_create(account=account, name="Acme Inc.", uid="acme-inc")
+    App.objects.filter(id=app.id).update(id=DEMO_APP_ID, created_at=now - timedelta(days=2))
+    app = App.objects.get(id=DEMO_APP_ID)
+    billing = customer_webhooks.endpoint_create(
+        app=app,
+        url="https://hooks.acme.example.com/notifyhub",
+        event_types=["invoice.paid", "invoice.failed"],
+        description="Billing service",
+        rate_limit=10,
+    )
+    erp = customer_webhooks.endpoint_create(app=app, url="https://ops:s3cret@erp.acme.example.com/webhooks/in")
+    old = customer_webhooks.endpoint_create(app=app, url="https://old.acme.example.com/hooks", description="Legacy")
+    Endpoint.objects.filter(id=old.id).update(disabled=True, disabled_reason=FAILING)
+    for minutes_ago, event_type in [(95, "user.created"), (40, "invoice.failed")]:
+        Message.objects.create(
+            account=account, app=app, event_type=event_type, payload={}, created_at=now - timedelta(minutes=minutes_ago)
+        )
+    message = Message.objects.create(
+        id=DEMO_MESSAGE_ID,
+        account=account,
+        app=app,
+        event_type="invoice.paid",
+        payload={"invoice": "in_1QxA", "customer": "cus_42", "amount": 4200, "currency": "eur"},
+        created_at=now - timedelta(minutes=6),
+    )
+    delivered = {"status": JobStatus.COMPLETED, "attempts": 1, "completed_at": now - timedelta(minutes=6)}
+    retrying = {
+        "status": JobStatus.PROCESSING,
+        "attempts": 2,
+        "error_message": "503 Service Unavailable",
+        "next_attempt_at": now + timedelta(minutes=24),
+    }
+    for endpoint, fields in [(billing, delivered), (erp, retrying)]:
+        JobFactory(
+            account=account,
+            message=message,
+            endpoint=endpoint,
+            payload={"url": endpoint.url, "method": "POST", "payload": message.payload, "eventType": "invoice.paid"},
+            max_attempts=8,
+            created_at=message.created_at,
+            **fields,
         )

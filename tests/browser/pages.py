@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.demo import DEMO_JOB_ID, DEMO_TEMPLATE_ALIAS, DEMO_TEMPLATE_DATA
+from tests.browser.demo import DEMO_APP_ID, DEMO_JOB_ID, DEMO_MESSAGE_ID, DEMO_TEMPLATE_ALIAS, DEMO_TEMPLATE_DATA
 
 # The narrowest screen the pages are checked at: a phone's.
 PHONE_WIDTH = 390
@@ -37,6 +37,19 @@ def _preview_demo_template(page: Page) -> None:
     expect(page.frame_locator("iframe.preview-frame").get_by_role("heading", name="Hello Ada")).to_be_visible()
     # Chromium paints a sandboxed frame's document once it has been on screen; a full-page screenshot alone does not.
     frame.scroll_into_view_if_needed()
+
+
+def _open_demo_endpoint(page: Page) -> None:
+    """From the demo app's page (an endpoint's URL holds its id, which each run makes anew), its first endpoint."""
+    page.get_by_role("link", name="https://hooks.acme.example.com/notifyhub").click()
+    expect(page.get_by_role("heading", name="Endpoint https://hooks.acme.example.com/notifyhub")).to_be_visible()
+
+
+def _reveal_demo_secret(page: Page) -> None:
+    """The demo endpoint's secret, revealed by its button."""
+    _open_demo_endpoint(page)
+    page.get_by_role("button", name="Reveal secret").click()
+    expect(page.locator("code#endpoint-secret")).to_be_visible()
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,11 @@ PAGES = [
     PageSpec("templates", "/dashboard/templates/", signed_in=True),
     PageSpec("template", "/dashboard/templates/", signed_in=True, then=_open_demo_template),
     PageSpec("template-preview", "/dashboard/templates/", signed_in=True, then=_preview_demo_template),
+    PageSpec("apps", "/dashboard/apps/", signed_in=True),
+    PageSpec("app", f"/dashboard/apps/{DEMO_APP_ID}/", signed_in=True),
+    PageSpec("app-endpoint", f"/dashboard/apps/{DEMO_APP_ID}/", signed_in=True, then=_open_demo_endpoint),
+    PageSpec("app-endpoint-secret", f"/dashboard/apps/{DEMO_APP_ID}/", signed_in=True, then=_reveal_demo_secret),
+    PageSpec("app-message", f"/dashboard/apps/{DEMO_APP_ID}/messages/{DEMO_MESSAGE_ID}/", signed_in=True),
     PageSpec("account", "/dashboard/account/", signed_in=True),
     PageSpec("audit", "/dashboard/audit/", signed_in=True),
     PageSpec("password-change", "/dashboard/account/password/", signed_in=True),
