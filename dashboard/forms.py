@@ -670,14 +670,18 @@ class EndpointForm(forms.Form):
             return None
         return str(_by_rule(_EndpointDescriptionRule, "description", description))
 
-    def changes(self) -> EndpointChanges:
-        """The endpoint's fields as the services take them (customer_webhooks.services)."""
-        return EndpointChanges(
-            url=self.cleaned_data["url"],
+    def changes(self, endpoint: Endpoint) -> EndpointChanges:
+        """What the form changes of ``endpoint``, as customer_webhooks.services.endpoint_update takes it. The URL
+        as the form showed it, its credentials masked (``***``), leaves the stored one and its credentials alone:
+        given as it is, ``***`` would become the credentials."""
+        changes = EndpointChanges(
             event_types=self.cleaned_data["event_types"],
             description=self.cleaned_data["description"],
             rate_limit=self.cleaned_data["rate_limit"],
         )
+        if self.cleaned_data["url"] != endpoint.url:
+            changes["url"] = self.cleaned_data["url"]
+        return changes
 
     @staticmethod
     def initial_of(endpoint: Endpoint) -> dict[str, Any]:

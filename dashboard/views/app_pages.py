@@ -165,7 +165,7 @@ class EndpointPage(AppPageView):
         if not form.is_valid():
             return endpoint_page(self, request, endpoint, form=form, status=400)
         with self.access.acting(request):
-            endpoint_update(endpoint=endpoint, changes=form.changes())
+            endpoint_update(endpoint=endpoint, changes=form.changes(endpoint))
         messages.success(request, f"Endpoint {endpoint.url} is saved.")
         return redirect(self.access.endpoint_url(endpoint))
 

@@ -315,6 +315,24 @@ def test_a_holder_changes_an_endpoint(holder: Holder, endpoint: Endpoint) -> Non
     assert "url must not point to a local or private network address" in page_text(refused)
 
 
+def test_saving_an_endpoint_whose_url_holds_credentials_keeps_them(holder: Holder, app: App) -> None:
+    browser, _ = holder
+    browser.post(app_path(app), endpoint_fields(url="https://user:pw@hooks.acme.example/in"))
+    endpoint = Endpoint.objects.get(app=app)
+    shown = page_html(browser.get(endpoint_path(endpoint)))
+    assert 'value="https://***@hooks.acme.example/in"' in shown
+    assert "user:pw" not in shown
+
+    browser.post(endpoint_path(endpoint), endpoint_fields(url="https://***@hooks.acme.example/in", description="CRM"))
+
+    endpoint.refresh_from_db()
+    assert (endpoint.url, endpoint.description) == ("https://***@hooks.acme.example/in", "CRM")
+    assert decrypt(endpoint.url_credentials or "") == "user:pw"
+    browser.post(endpoint_path(endpoint), endpoint_fields(url="https://ops:new@hooks.acme.example/in"))
+    endpoint.refresh_from_db()
+    assert decrypt(endpoint.url_credentials or "") == "ops:new"
+
+
 def test_the_app_page_says_why_notifyhub_disabled_an_endpoint(holder: Holder, app: App) -> None:
     browser, _ = holder
     EndpointFactory(app=app, url="https://gone.example/in", disabled=True, disabled_reason=GONE)
