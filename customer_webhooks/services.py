@@ -22,7 +22,7 @@ from accounts.services import audit_record
 from core.crypto import decrypt, encrypt
 from core.errors import AppUidTaken, EndpointLimit
 from customer_webhooks.models import ENDPOINTS_PER_APP, App, Endpoint
-from notifications.delivery.http import split_credentials, url_for_audit
+from notifications.delivery.http import MASK, split_credentials, url_for_audit
 
 # The columns a PATCH of an endpoint may write.
 UPDATABLE = (
@@ -174,9 +174,12 @@ def _new_secret() -> str:
 
 def _url_set(endpoint: Endpoint, url: str) -> None:
     """The URL as stored: its credentials masked, and kept apart encrypted (as a webhook job's). The same credentials
-    keep their token, so a PATCH giving the URL there is changes nothing."""
+    keep their token, so a PATCH giving the URL there is changes nothing; so does the URL as the API shows it, its
+    credentials masked (``***``): they stay as they are."""
     masked_url, credentials = split_credentials(url)
     endpoint.url = masked_url
+    if credentials == MASK and endpoint.url_credentials:
+        return
     if not credentials:
         endpoint.url_credentials = None
     elif not endpoint.url_credentials or decrypt(endpoint.url_credentials) != credentials:

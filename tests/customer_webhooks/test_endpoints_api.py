@@ -94,6 +94,26 @@ def test_url_credentials_are_masked_and_kept_apart_encrypted(startup: Client, ap
     assert not AuditEntry.objects.filter(target__contains="s3cret").exists()
 
 
+def test_the_url_read_back_with_its_credentials_masked_keeps_them(startup: Client, app: App) -> None:
+    data = add(startup, url="https://user:s3cret@hooks.acme.example/in").json()["data"]
+
+    again = startup.http.patch(
+        f"{ENDPOINTS}/{data['id']}", {"url": data["url"]}, format="json", HTTP_X_API_KEY=startup.api_key
+    )
+    moved = startup.http.patch(
+        f"{ENDPOINTS}/{data['id']}",
+        {"url": "https://***@hooks.acme.example/moved"},
+        format="json",
+        HTTP_X_API_KEY=startup.api_key,
+    )
+
+    assert (again.status_code, moved.status_code) == (200, 200)
+    stored = Endpoint.objects.get(id=data["id"])
+    assert stored.url == "https://***@hooks.acme.example/moved"
+    assert decrypt(stored.url_credentials or "") == "user:s3cret"
+    assert len(entries(startup, "endpoint.updated")) == 1  # the URL read back unchanged is no change
+
+
 @pytest.mark.parametrize(
     "url",
     [
