@@ -83,13 +83,15 @@ APP_WORKER_ENV = {
 
 @contextlib.contextmanager
 def started_receiver(
-    port: int, *, close: bool = False, name: str = "receiver"
+    port: int, *, close: bool = False, by_path: bool = False, name: str = "receiver"
 ) -> Iterator[tuple[Proc, ReceiverClient]]:
     """The HTTPS receiver on ``port`` with the bench's certificate (``make_tls`` first), and a client for what it
-    recorded; with ``close`` it hangs up after each delivery. ``name`` names its log, var/bench/<name>.log."""
+    recorded; with ``close`` it hangs up after each delivery, with ``by_path`` it records arrivals under their id and
+    path (``receiver.arrival_key``). ``name`` names its log, var/bench/<name>.log."""
     command = [sys.executable, "-m", "bench.receiver", "--port", str(port)]
     command += ["--cert", str(TLS_DIR / "cert.pem"), "--key", str(TLS_DIR / "key.pem")]
     command += ["--close"] if close else []
+    command += ["--by-path"] if by_path else []
     with running(name, command, port=port) as receiver:
         yield receiver, ReceiverClient(port, str(TLS_DIR / "ca.pem"))
 
@@ -124,6 +126,11 @@ class Delivery:
         """What a delivery costs: CPU of the worker processes, of PostgreSQL (every backend) and of the receiver."""
         worker, postgres = lambda: sum(proc.cpu() for proc in procs), lambda: command_cpu("postgres")
         return {**more, "worker": worker, "postgres": postgres, "receiver": self.receiver.cpu}
+
+    def enqueue(self, target: str, count: int, on_start: Callable[[], None] = lambda: None) -> list[str]:
+        """What a throughput run delivers (``enqueue``); the keys the receiver records its deliveries under, each
+        once. The message-delivery bench sends messages to apps' endpoints here (bench/message_delivery.py)."""
+        return enqueue(self, target, count, on_start)
 
     def settled(self, procs: list[Proc], ids: list[str]) -> None:
         """Called once every one of ``ids`` arrived (or the wait gave up), the workers still running: waits for what
@@ -219,10 +226,10 @@ def enqueue(d: Delivery, target: str, count: int, on_start: Callable[[], None] =
 def throughput(d: Delivery, target: str, number: int) -> DeliveryRun:
     log(f"delivery: {target} worker, round {number}")
     with workers(d, target) as procs:
-        before = warmed_up(d, procs, enqueue(d, target, max(50, 4 * d.args.concurrency * d.args.processes)))
+        before = warmed_up(d, procs, d.enqueue(target, max(50, 4 * d.args.concurrency * d.args.processes)))
         sources = d.sources(procs)
         marks: list[Sample] = []
-        ids = enqueue(d, target, d.args.jobs, lambda: marks.append(Sample.take(**sources)))
+        ids = d.enqueue(target, d.args.jobs, lambda: marks.append(Sample.take(**sources)))
         dump = d.client.wait_for(ids, stall_seconds=STALL_SECONDS)
         end = Sample.take(**sources)
         d.settled(procs, ids)

@@ -2,9 +2,10 @@
 
 It answers every request 200 and records its X-Webhook-Id and arrival time (``time.monotonic()``: one clock for every
 process on Linux, so the bench can subtract the moment its client read a 202). The bench asks over the same port:
-GET /_bench/count, /_bench/dump (arrivals, unsigned count, 20 signed samples) and /_bench/reset. With ``--close`` it
-answers each delivery with ``Connection: close`` and hangs up, so that every delivery opens a new connection, as to an
-endpoint that keeps none.
+GET /_bench/count, /_bench/dump (arrivals, unsigned count, 20 signed samples with their path and both schemes'
+headers) and /_bench/reset. With ``--close`` it answers each delivery with ``Connection: close`` and hangs up, so that
+every delivery opens a new connection, as to an endpoint that keeps none. With ``--by-path`` it records each arrival
+under its id and path (``arrival_key``): a message's deliveries to its endpoints share one X-Webhook-Id, the message's.
 """
 
 from __future__ import annotations
@@ -27,8 +28,14 @@ OK_CLOSE = (
 )
 
 
+def arrival_key(webhook_id: str, path: str) -> str:
+    """What a receiver started with ``--by-path`` records a delivery under."""
+    return f"{webhook_id} {path}"
+
+
 class Recorder:
-    def __init__(self) -> None:
+    def __init__(self, *, by_path: bool = False) -> None:
+        self.by_path = by_path
         self.reset()
 
     def reset(self) -> dict[str, Any]:
@@ -37,14 +44,19 @@ class Recorder:
         self.samples: list[dict[str, str]] = []
         return {}
 
-    def record(self, headers: dict[bytes, bytes], body: bytes) -> None:
+    def record(self, path: str, headers: dict[bytes, bytes], body: bytes) -> None:
         self.requests += 1
-        self.arrivals[headers.get(b"x-webhook-id", b"").decode("latin-1")].append(time.monotonic())
+        webhook_id = headers.get(b"x-webhook-id", b"").decode("latin-1")
+        self.arrivals[arrival_key(webhook_id, path) if self.by_path else webhook_id].append(time.monotonic())
         signature = headers.get(b"x-webhook-signature")
         if signature is None:
             self.unsigned += 1
         elif len(self.samples) < 20:
-            self.samples.append({"signature": signature.decode("latin-1"), "body": body.decode("utf-8", "replace")})
+            sample = {"signature": signature.decode("latin-1"), "body": body.decode("utf-8", "replace"), "path": path}
+            # Standard Webhooks' headers, under their own names, for its library's verify().
+            for name in (b"webhook-id", b"webhook-timestamp", b"webhook-signature"):
+                sample[name.decode()] = headers.get(name, b"").decode("latin-1")
+            self.samples.append(sample)
 
     def control(self, target: str) -> dict[str, Any]:
         if target == "/_bench/reset":
@@ -67,17 +79,17 @@ async def handle(
                 answer = json.dumps(recorder.control(target)).encode()
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(answer), answer))
             else:
-                recorder.record(headers, body)
+                recorder.record(target, headers, body)
                 writer.write(OK_CLOSE if close else OK)
                 if close:
                     break
     writer.close()
 
 
-async def serve(port: int, cert: str, key: str, *, close: bool) -> None:
+async def serve(port: int, cert: str, key: str, *, close: bool, by_path: bool) -> None:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
-    recorder, stop = Recorder(), asyncio.get_running_loop().create_future()
+    recorder, stop = Recorder(by_path=by_path), asyncio.get_running_loop().create_future()
     for signum in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(signum, lambda: stop.done() or stop.set_result(None))
     server = await asyncio.start_server(
@@ -139,6 +151,7 @@ if __name__ == "__main__":
     for name in ("port", "cert", "key"):
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--close", action="store_true", help="hang up after each delivery")
+    parser.add_argument("--by-path", action="store_true", help="record each arrival under its id and path")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(int(args.port), args.cert, args.key, close=args.close))
+        asyncio.run(serve(int(args.port), args.cert, args.key, close=args.close, by_path=args.by_path))
