@@ -17,7 +17,8 @@
   instructions  the instructions one accepted send costs the web process (valgrind), this code against a revision
   messages  a message to an app's 10 endpoints against a single webhook send under gunicorn: the time each accepts in
   rate-limit  an app's endpoint limited to 10/s beside an unlimited one: its pace, the other's throughput against alone
-  all       the seventeen in turn (the default)
+  message-delivery  a message's deliveries to an app's 10 endpoints against single webhook jobs: deliveries/s
+  all       the eighteen in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -41,6 +42,7 @@ from bench import (
     events,
     events_out,
     instructions,
+    message_delivery,
     messages,
     paced,
     purge,
@@ -73,6 +75,7 @@ BENCHES = {
     "instructions": instructions,
     "messages": messages,
     "rate-limit": paced,
+    "message-delivery": message_delivery,
 }
 DATABASE = "notifyhub_bench"
 
@@ -93,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
         common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common_options()], help="the seventeen in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the eighteen in turn (the default)")
     return parser
 
 

@@ -3,13 +3,21 @@ its options or what it feeds the app is caught here rather than at the next meas
 
 from __future__ import annotations
 
+import base64
+import json
 import random
+import time
 
 import pytest
 
 from bench import templates, unsubscribe
+from bench.delivery import PAYLOAD
+from bench.message_delivery import endpoint_signed
+from bench.receiver import Dump, Recorder, arrival_key
 from bench.run import BENCHES, build_parser
 from email_templates import engine
+from notifications.delivery.webhook import build_headers
+from notifications.delivery.wire import json_bytes
 
 
 @pytest.mark.parametrize("name", [*BENCHES, "all"])
@@ -50,3 +58,26 @@ def test_the_unsubscribe_bench_posts_every_link_first_in_turn_and_repeats_only_l
     assert [order[number] for number in sorted(first_posts.values())] == list(range(len(first_posts)))
     assert all(number - first_posts[order[number]] >= 100 for number in repeats)
     assert 0.15 * 1_900 <= len(repeats) <= 0.25 * 1_900
+
+
+def test_the_message_delivery_bench_records_a_messages_deliveries_by_path_and_checks_each_endpoints_secret() -> None:
+    """A message's deliveries share its id: recorded by id alone they would count as one arrival and duplicates. A
+    delivery signed with another endpoint's secret, or whose signed id was changed, must not pass."""
+    first, second = "/hooks/bench/0/0", "/hooks/bench/0/1"
+    secrets = {path: "whsec_" + base64.b64encode(bytes([n]) * 24).decode() for n, path in enumerate((first, second))}
+    body = json_bytes(PAYLOAD)
+    headers = build_headers(
+        webhook_id="msg_1", attempt=1, custom={}, body=body, secrets=[secrets[first]], now=int(time.time())
+    )
+    raw = {name.lower().encode(): value.encode() for name, value in headers.items()}
+    by_path, by_id = Recorder(by_path=True), Recorder()
+    for recorder in (by_path, by_id):
+        recorder.record(first, raw, body)
+        recorder.record(second, raw, body)  # signed with the first endpoint's secret
+
+    dump = Dump(**json.loads(json.dumps(by_path.control("/_bench/dump"))))
+
+    assert sorted(dump.arrivals) == [arrival_key("msg_1", first), arrival_key("msg_1", second)]
+    assert list(by_id.arrivals) == ["msg_1"]
+    assert [endpoint_signed(sample, secrets) for sample in dump.samples] == [True, False]
+    assert not endpoint_signed({**dump.samples[0], "webhook-id": "msg_2"}, secrets)
