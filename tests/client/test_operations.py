@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from accounts.services import api_key_create, provider_key_set
+from customer_webhooks.models import Message
 from notifications.models import Job
 from suppressions.models import Suppression
 from tests.client.conftest import Connect
@@ -278,6 +280,50 @@ def test_apps_and_their_endpoints_are_created_read_changed_and_deleted(hub: Hub)
         id=app.id, uid="acme", message="App deleted"
     )
     assert hub.collect(lambda nh: nh.apps.list()) == []
+
+
+def test_a_message_is_sent_to_an_apps_endpoints_listed_read_and_recovered(hub: Hub, holder: Client) -> None:
+    hub.run(lambda nh: nh.apps.create(name="Acme", uid="acme"))
+    paid = hub.run(
+        lambda nh: nh.apps.create_endpoint("acme", url="https://acme.example.com/paid", event_types=["invoice.paid"])
+    )
+    every = hub.run(lambda nh: nh.apps.create_endpoint("acme", url="https://acme.example.com/all"))
+
+    sent = hub.run(lambda nh: nh.apps.send_message("acme", event_type="invoice.paid", payload={"invoice": "in_1"}))
+    other = hub.run(
+        lambda nh: nh.apps.send_message(
+            "acme", event_type="user.signed-up", payload={"user": "u_1"}, idempotency_key="signup-u_1"
+        )
+    )
+
+    assert isinstance(sent, notifyhub.AcceptedMessage)
+    assert (sent.event_type, sent.test) == ("invoice.paid", False)
+    assert {delivery.endpoint_id for delivery in sent.deliveries} == {paid.id, every.id}
+    assert [delivery.endpoint_id for delivery in other.deliveries] == [every.id]
+    stored = Job.objects.filter(account=holder.account, message_id__isnull=False)
+    assert {str(job.id) for job in stored} == {delivery.job_id for delivery in (*sent.deliveries, *other.deliveries)}
+    keys = dict(Message.objects.filter(account=holder.account).values_list("id", "idempotency_key"))
+    assert keys[uuid.UUID(other.message_id)] == "signup-u_1"
+    assert keys[uuid.UUID(sent.message_id)] is not None  # one the client made
+    listed = hub.collect(lambda nh: nh.apps.messages("acme", page_size=1))
+    assert [message.id for message in listed] == [other.message_id, sent.message_id]
+    assert hub.collect(lambda nh: nh.apps.messages("acme", event_type="invoice.paid")) == [
+        notifyhub.AppMessage(id=sent.message_id, event_type="invoice.paid", created_at=sent.created_at)
+    ]
+    detail = hub.run(lambda nh: nh.apps.get_message("acme", sent.message_id))
+    assert (detail.payload, detail.created_at) == ({"invoice": "in_1"}, sent.created_at)
+    assert {(d.endpoint_id, d.job_id, d.status, d.attempts, d.max_attempts) for d in detail.deliveries} == {
+        (d.endpoint_id, d.job_id, "pending", 0, 8) for d in sent.deliveries
+    }
+
+    failed_job = next(d.job_id for d in sent.deliveries if d.endpoint_id == paid.id)
+    Job.objects.filter(pk=failed_job).update(status="failed", attempts=8, error_message="503 Service Unavailable")
+    since = datetime.now(UTC) - timedelta(hours=1)
+    recovered = hub.run(lambda nh: nh.apps.recover_endpoint("acme", paid.id, since=since))
+
+    assert recovered == notifyhub.EndpointRecovered(requeued=1)
+    assert hub.run(lambda nh: nh.jobs.get(failed_job)).status == "pending"
+    assert hub.run(lambda nh: nh.apps.recover_endpoint("acme", paid.id, since=since.isoformat())).requeued == 0
 
 
 def test_templates_are_created_read_replaced_rendered_and_deleted(hub: Hub, holder: Client) -> None:

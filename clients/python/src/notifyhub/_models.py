@@ -380,3 +380,62 @@ class EndpointSecret:
     """``whsec_`` and base64: the key the Standard Webhooks libraries verify an endpoint's deliveries with."""
 
     secret: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AcceptedDelivery:
+    """One delivery of a sent message: the endpoint it goes to and its webhook job (``jobs.get`` follows it)."""
+
+    endpoint_id: str
+    job_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AcceptedMessage:
+    """A message's answer: one delivery per enabled endpoint of the app taking its type, none when no endpoint does.
+    ``test``: sent with a test key, its deliveries send nothing."""
+
+    message_id: str
+    event_type: str
+    created_at: datetime
+    deliveries: tuple[AcceptedDelivery, ...]
+    test: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppMessage:
+    """A message as the app's list shows it, without its payload."""
+
+    id: str
+    event_type: str
+    created_at: datetime
+    test: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageDelivery:
+    """A message's delivery to one endpoint, as its webhook job stands now (``jobs.get`` shows each attempt)."""
+
+    endpoint_id: str
+    job_id: str
+    status: JobStatus
+    attempts: int
+    max_attempts: int
+    error_message: str | None
+    next_attempt_at: datetime | None
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppMessageDetail(AppMessage):
+    """A message with its payload and each of its deliveries."""
+
+    payload: dict[str, Any]
+    deliveries: tuple[MessageDelivery, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointRecovered:
+    """How many of the endpoint's failed deliveries a recover queued again."""
+
+    requeued: int

@@ -18,15 +18,19 @@ from ._decode import api_name, decode
 from ._flows import Flow, poll_until_final
 from ._models import (
     AcceptedJob,
+    AcceptedMessage,
     App,
     AppDeleted,
     AppEndpoint,
     AppEndpointDeleted,
+    AppMessage,
+    AppMessageDetail,
     AuditEntry,
     BatchResult,
     DashboardStats,
     Domain,
     DomainDeleted,
+    EndpointRecovered,
     EndpointSecret,
     EventDelivery,
     EventEndpoint,
@@ -99,6 +103,10 @@ def send_body(message: WebhookMessage | EmailMessage) -> dict[str, Any]:
     again after a lost answer is refused (409) rather than stored twice (``_retry.py``)."""
     fields: Mapping[str, Any] = message
     body = {_body_name(name): _body_value(value) for name, value in fields.items() if value is not None}
+    return _with_idempotency_key(body)
+
+
+def _with_idempotency_key(body: dict[str, Any]) -> dict[str, Any]:
     body.setdefault("idempotencyKey", str(uuid.uuid4()))
     return body
 
@@ -462,6 +470,39 @@ class Apps(Resource[TransportT]):
     def rotate_endpoint_secret(route: Route, app: str, endpoint_id: str) -> Call[EndpointSecret]:
         """A new secret for the endpoint; the old one keeps signing beside it for a while (a day by default)."""
         return route.call(reading(EndpointSecret), path={"app": app, "endpoint_id": endpoint_id})
+
+    @operation("POST", "/api/v1/apps/{app}/endpoints/{endpoint_id}/recover")
+    def recover_endpoint(route: Route, app: str, endpoint_id: str, *, since: datetime | str) -> Call[EndpointRecovered]:
+        """Queues again the endpoint's failed deliveries sent since ``since`` (with its time zone, at most 90 days
+        ago), as ``jobs.retry`` does each: after re-enabling an endpoint, what it missed."""
+        body = {"since": _body_value(since)}
+        return route.call(reading(EndpointRecovered), path={"app": app, "endpoint_id": endpoint_id}, body=body)
+
+    @operation("POST", "/api/v1/apps/{app}/messages")
+    def send_message(
+        route: Route, app: str, *, event_type: str, payload: Mapping[str, Any], idempotency_key: str | None = None
+    ) -> Call[AcceptedMessage]:
+        """Sends ``payload`` (a JSON object, at most 64 KB) as an ``event_type`` event to each enabled endpoint of the
+        app that takes the type, each delivery a webhook job signed with its endpoint's secret. Returns the message
+        with its deliveries (none when no endpoint takes the type)."""
+        body = {"eventType": event_type, "payload": payload, "idempotencyKey": idempotency_key}
+        return route.call(
+            reading(AcceptedMessage),
+            path={"app": app},
+            body=_with_idempotency_key({name: value for name, value in body.items() if value is not None}),
+        )
+
+    @listing("GET", "/api/v1/apps/{app}/messages")
+    def messages(
+        route: Route, app: str, *, event_type: str | None = None, page_size: int | None = None
+    ) -> Paging[AppMessage]:
+        """The app's messages of the key's mode, newest first, without their payloads; ``event_type`` one type's."""
+        return route.paging(AppMessage, path={"app": app}, query={"eventType": event_type, "limit": page_size})
+
+    @operation("GET", "/api/v1/apps/{app}/messages/{message_id}")
+    def get_message(route: Route, app: str, message_id: str) -> Call[AppMessageDetail]:
+        """The message with its payload and where each of its deliveries stands."""
+        return route.call(reading(AppMessageDetail), path={"app": app, "message_id": message_id})
 
 
 class SenderDomain(Resource[TransportT]):
