@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from django.db.models import Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
@@ -32,6 +32,13 @@ def app_get(*, account: Account, app: str) -> App:
 def app_list(*, account: Account, page: int, limit: int) -> tuple[list[App], int]:
     """One page of the account's apps, newest first, and their total."""
     return page_rows(App.objects.filter(account=account).order_by("-created_at", "-id"), page=page, limit=limit)
+
+
+def apps_with_endpoint_counts(*, account: Account) -> QuerySet[App]:
+    """The account's apps, newest first, each with ``endpoint_count`` annotated (``manage.py apps``)."""
+    return (
+        App.objects.filter(account=account).annotate(endpoint_count=Count("endpoints")).order_by("-created_at", "-id")
+    )
 
 
 def endpoint_list(*, app: App) -> list[Endpoint]:
