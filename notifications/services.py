@@ -547,7 +547,7 @@ def finished_jobs_purge(*, finished_before: datetime, batch_size: int = 1000) ->
     while upcoming:
         window_end = min(upcoming.values()) + PURGE_WINDOW
         for number in [number for number, created in upcoming.items() if created < window_end]:
-            yield from _purge_each_batch(streams[number].filter(created_at__lt=window_end), batch_size=batch_size)
+            yield from jobs_delete_in_batches(streams[number].filter(created_at__lt=window_end), batch_size=batch_size)
             following = _first_created(streams[number].filter(created_at__gte=window_end))
             if following is None:
                 del upcoming[number]
@@ -559,7 +559,9 @@ def _first_created(jobs: QuerySet[Job]) -> datetime | None:
     return jobs.order_by("created_at").values_list("created_at", flat=True).first()
 
 
-def _purge_each_batch(jobs: QuerySet[Job], *, batch_size: int) -> Iterator[PurgedBatch]:
+def jobs_delete_in_batches(jobs: QuerySet[Job], *, batch_size: int) -> Iterator[PurgedBatch]:
+    """Deletes ``jobs`` oldest first, ``batch_size`` a transaction, with the rows that hang off them
+    (``store.delete_batch``); yields what each batch deleted. A job another transaction holds is passed over."""
     position: store.Position | None = None
     while True:
         deleted, rows = store.delete_batch(jobs, position=position, size=batch_size)
