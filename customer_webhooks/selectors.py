@@ -12,17 +12,22 @@ from accounts.models import Account
 from accounts.selectors import signing_secrets_decrypt
 from core.errors import AppNotFound, EndpointNotFound
 from core.paging import page_rows
-from customer_webhooks.models import App, Endpoint
+from customer_webhooks.models import APP_UID, App, Endpoint
 
 # An app's id as the API shows it; a uid of this shape is refused, so an id-or-uid names one app only.
 APP_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def app_get(*, account: Account, app: str) -> App:
-    """The account's app whose id or uid is ``app``; another account's, or none, is AppNotFound (the same answer)."""
-    named = Q(uid=app)
+    """The account's app whose id or uid is ``app``; another account's, or none, is AppNotFound (the same answer).
+    A uid is never shaped like an id; a reference that can be neither (one with a NUL in it, which PostgreSQL's text
+    refuses, among others) is not looked up."""
     if APP_ID.fullmatch(app):
-        named |= Q(id=uuid.UUID(app))
+        named = Q(id=uuid.UUID(app))
+    elif APP_UID.fullmatch(app):
+        named = Q(uid=app)
+    else:
+        raise AppNotFound(app=app)
     found = App.objects.filter(named, account=account).first()
     if found is None:
         raise AppNotFound(app=app)

@@ -195,6 +195,23 @@ def test_a_disabled_endpoint_gets_no_request_and_the_delivery_fails_for_good(fre
 
 
 @pytest.mark.usefixtures("worker")
+def test_an_endpoint_whose_name_resolves_to_a_private_address_is_refused_when_the_delivery_connects(
+    free: Client, receiver: Receiver, delivery_settings: Any
+) -> None:
+    delivery_settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False
+    app = app_of(free)
+    # Stored as the API would store a public name that later resolves to a private address (the API refuses
+    # `localhost` itself, and literal private addresses, when the endpoint is added).
+    _, (job,) = deliveries(app, EndpointFactory(app=app, url=f"https://localhost:{receiver.port}/a"))
+
+    done = wait_for_job(job.id)
+
+    assert (done.status, done.attempts) == (JobStatus.FAILED, 1)
+    assert done.error_message == "Refused: the URL resolves to a non-public address"
+    assert receiver.arrivals == []
+
+
+@pytest.mark.usefixtures("worker")
 def test_410_gone_disables_the_endpoint_and_announces_it(startup: Client, receiver: Receiver) -> None:
     subscribe(startup, receiver, "endpoint.disabled")
     receiver.answer_always("/gone", Reply(status=410))
