@@ -21,8 +21,6 @@ from core.model_fields import JSONTextField
 ENDPOINTS_PER_APP = 20
 URL_MAX_LENGTH = 2048
 UID_MAX_LENGTH = 64
-# An app's uid: the holder's own id for its customer, of characters that need no escaping in a URL's path.
-APP_UID = re.compile(rf"[A-Za-z0-9._:-]{{1,{UID_MAX_LENGTH}}}")
 NAME_MAX_LENGTH = 200
 DESCRIPTION_MAX_LENGTH = 500
 EVENT_TYPE_MAX_LENGTH = 128

@@ -15,6 +15,7 @@ from typing import TypedDict
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Account, AuditAction
@@ -23,6 +24,7 @@ from core.crypto import decrypt, encrypt
 from core.errors import AppUidTaken, EndpointLimit
 from customer_webhooks.models import ENDPOINTS_PER_APP, App, Endpoint, Message
 from notifications.delivery.http import MASK, split_credentials, url_for_audit
+from notifications.engine import store
 from notifications.models import Job
 from notifications.services import jobs_delete_in_batches
 
@@ -74,8 +76,8 @@ def app_delete(app: App) -> None:
     target = _app_target(app)  # delete() takes the instance's id away
     for endpoint in Endpoint.objects.filter(app=app):
         _deliveries_delete(endpoint)
-    while batch := list(Message.objects.filter(app=app).values_list("id", flat=True)[:DELETE_BATCH_SIZE]):
-        Message.objects.filter(id__in=batch).delete()
+    for test in (False, True):
+        _messages_delete(Message.objects.filter(app=app, test=test))
     with transaction.atomic():
         app.delete()
         audit_record(account=app.account, action=AuditAction.APP_DELETED, target=target)
@@ -166,6 +168,15 @@ def _deliveries_delete(endpoint: Endpoint) -> None:
     deleting again finishes the job."""
     for _ in jobs_delete_in_batches(Job.objects.filter(endpoint=endpoint), batch_size=DELETE_BATCH_SIZE):
         pass
+
+
+def _messages_delete(messages: QuerySet[Message]) -> None:
+    """Deletes ``messages`` (their deliveries gone before them) DELETE_BATCH_SIZE a transaction, walking their index
+    by creation from where the last batch ended, never over the entries it deleted (``store.walk_from``)."""
+    position: store.Position | None = None
+    while batch := list(store.walk_from(messages, position).values_list("created_at", "id")[:DELETE_BATCH_SIZE]):
+        Message.objects.filter(id__in=[message_id for _, message_id in batch]).delete()
+        position = batch[-1]
 
 
 def endpoint_secret_rotate(endpoint: Endpoint) -> str:

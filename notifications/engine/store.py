@@ -16,7 +16,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from django.conf import settings
@@ -633,7 +633,11 @@ def _requeue(account: Account, jobs: Sequence[Job], *, requeue_at: datetime) -> 
 Position = tuple[datetime, UUID]
 
 
-def walk_from(jobs: QuerySet[Job], position: Position | None) -> QuerySet[Job]:
+# Rows walked in creation order: jobs, and any model with a ``created_at`` and a UUID ``id`` (an app's messages).
+Walked = TypeVar("Walked", bound=Model)
+
+
+def walk_from(jobs: QuerySet[Walked], position: Position | None) -> QuerySet[Walked]:
     """``jobs`` in creation order from just past ``position``.
 
     The range on created_at lets the walk start where the last batch ended on an index of the

@@ -7,12 +7,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from accounts.models import AuditEntry
+from accounts.models import AuditEntry, KeyMode
 from customer_webhooks import services
 from customer_webhooks.models import App, Endpoint, Message
 from notifications.models import DeliveryLog, Job
 from tests.conftest import Client
-from tests.customer_webhooks.conftest import APPS
+from tests.customer_webhooks.conftest import APPS, keyed
 from tests.factories import AppFactory, DeliveryLogFactory, EndpointFactory
 
 pytestmark = pytest.mark.django_db
@@ -63,6 +63,9 @@ def test_an_apps_delete_takes_every_delivery_log_message_and_endpoint(startup: C
     other = AppFactory(account=startup.account, uid="globex")
     EndpointFactory(app=other)
     startup.post(f"{APPS}/globex/messages", {"eventType": "invoice.paid", "payload": {}})
+    tester = keyed(startup, mode=KeyMode.TEST)
+    assert tester.post(f"{APPS}/acme/messages", {"eventType": "invoice.paid", "payload": {}}).status_code == 202
+    assert Message.objects.filter(app=app, test=True).count() == 1
 
     response = startup.delete(f"{APPS}/acme")
 
