@@ -3,12 +3,14 @@ code against another revision's (``--against``).
 
 A wall-clock comparison (accept) on a 2-core machine moves by a few percent from run to run, as much as the change it
 judges; an instruction count does not move with the machine's other load. Each side gets a database of its own,
-migrated by its own code, with one account (Free, with a rate and a quota of its own so none is limited). Then, for
-each side, two processes of its code under callgrind: both set Django up and make WARMUP sends through Django's test
-client (the whole request: middleware, authentication, the rate limit, the view, the statements), then one makes
-``--sends`` more and the other none. The difference over ``--sends`` is one send's instructions in the web process,
-without gunicorn's (the same on both sides) and without PostgreSQL's or Redis's: a change to what a send asks them
-is judged by its statements apart. bench/README.md says how to read the report.
+migrated by its own code, with one account (Free, with a rate and a quota of its own so none is limited). Then a
+process of each side's code runs under callgrind with its counting off: it sets Django up and makes WARMUP sends
+through Django's test client (the whole request: middleware, authentication, the rate limit, the view, the
+statements), then turns the counting on (``callgrind_control -i on``), makes ``--sends`` more, and turns it off. What
+was counted, over ``--sends``, is one send's instructions in the web process: not the set-up, whose count varies
+from run to run by more than a send's change (where the interpreter puts objects moves how their hashes collide),
+not gunicorn's (the same on both sides), nor PostgreSQL's or Redis's: a change to what a send asks them is judged by
+its statements apart. bench/README.md says how to read the report.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import os
 import re
 import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,7 @@ account_set_rate_limit(account=account, rate=1_000_000)
 print(key)
 """
 SEND = """
-import json, os, uuid, django
+import json, os, subprocess, uuid, django
 django.setup()
 from django.test import Client
 client, body = Client(SERVER_NAME="localhost"), json.loads(os.environ["BENCH_BODY"])
@@ -57,11 +58,15 @@ def sends(count):
         answer = client.post(os.environ["BENCH_PATH"], data=json.dumps({**body, "idempotencyKey": uuid.uuid4().hex}),
                              content_type="application/json", secure=True, **headers)
         assert answer.status_code == 202, (answer.status_code, answer.content[:300])
+def counting(state):
+    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
 sends(int(os.environ["BENCH_WARMUP"]))
+counting("on")
 sends(int(os.environ["BENCH_SENDS"]))
+counting("off")
 """
 INSTRUCTIONS = re.compile(r"I\s+refs:\s+([\d,]+)")
-COLUMNS = "side<10|revision<14|instructions a send>22|with sends>18|without>18"
+COLUMNS = "side<10|revision<14|instructions a send>22|counted>18"
 
 
 @dataclass(frozen=True)
@@ -75,13 +80,12 @@ class Side:
 class Count:
     side: Side
     revision: str
-    with_sends: int
-    without: int
+    counted: int
     sends: int
 
     @property
     def per_send(self) -> float:
-        return (self.with_sends - self.without) / self.sends
+        return self.counted / self.sends
 
 
 def options(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +106,7 @@ def run(args: argparse.Namespace) -> None:
         _migrate(before_side)
         counts = [_count(side, load, args.sends, args.against) for side in (after_side, before_side)]
     after, before = counts
-    table(COLUMNS, [(c.side.name, c.revision, c.per_send, c.with_sends, c.without) for c in counts])
+    table(COLUMNS, [(c.side.name, c.revision, c.per_send, c.counted) for c in counts])
     share = before.per_send / after.per_send
     verdict("before/after instructions", f"{share:.1%}", f">= {MIN_SHARE_OF_BEFORE:.0%}", share >= MIN_SHARE_OF_BEFORE)
     extra = after.per_send - before.per_send
@@ -130,7 +134,7 @@ def _migrate(side: Side) -> None:
 
 
 def _count(side: Side, load: Load, sends: int, against: str) -> Count:
-    """Seeds the side's account, then counts a run with ``sends`` and one without, side by side."""
+    """Seeds the side's account, then counts ``sends`` of its sends."""
     seeded = subprocess.run(
         [str(BIN / "python"), "-c", SEED], cwd=side.tree, env=_env(side), capture_output=True, text=True
     )
@@ -142,22 +146,17 @@ def _count(side: Side, load: Load, sends: int, against: str) -> Count:
         BENCH_PATH=load.path,
         BENCH_BODY=json.dumps({k: v for k, v in load.one_send("").items() if k != "idempotencyKey"}),
         BENCH_WARMUP=str(WARMUP),
+        BENCH_SENDS=str(sends),
     )
-    log(f"instructions: {side.name}: two runs under callgrind (minutes)")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        with_sends, without = pool.map(lambda count: _instructions(side, env, count), (sends, 0))
-    revision = "this code" if side.tree == ROOT else against
-    return Count(side, revision, with_sends, without, sends)
-
-
-def _instructions(side: Side, env: dict[str, str], sends: int) -> int:
-    """The instructions of one process of the side's code making WARMUP and ``sends`` sends."""
-    out = VAR_DIR / f"callgrind-{side.name}-{sends}.out"
-    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(BIN / "python"), "-c", SEND]
-    env = {**env, "BENCH_SENDS": str(sends)}
-    done = subprocess.run(command, cwd=side.tree, env=env, capture_output=True, text=True)
+    log(f"instructions: {side.name}: its sends under callgrind (minutes)")
+    out = VAR_DIR / f"callgrind-{side.name}.out"
+    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    done = subprocess.run(
+        [*command, str(BIN / "python"), "-c", SEND], cwd=side.tree, env=env, capture_output=True, text=True
+    )
     found = INSTRUCTIONS.search(done.stderr)
     if done.returncode != 0 or found is None:
         raise BenchError(f"{side.name}: the counted run failed: {done.stderr[-800:]}")
     out.unlink(missing_ok=True)
-    return int(found.group(1).replace(",", ""))
+    revision = "this code" if side.tree == ROOT else against
+    return Count(side, revision, int(found.group(1).replace(",", "")), sends)
