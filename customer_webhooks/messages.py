@@ -23,7 +23,7 @@ from accounts.models import Account
 from core.errors import DuplicateRequest, MessageNotFound
 from customer_webhooks.models import App, Endpoint, Message
 from notifications.models import Job
-from notifications.services import due_jobs_store, failed_jobs_retry, message_delivery_new
+from notifications.services import failed_jobs_retry, jobs_store_together, message_delivery_new
 
 # Recover re-queues an endpoint's failed deliveries this many to a transaction, each page's tasks published once it
 # commits: never one UPDATE of every failed delivery with no task sent for any.
@@ -68,7 +68,7 @@ def message_send(
         with _duplicate_answered(message):
             message.save(force_insert=True)
         if deliveries:
-            due_jobs_store(deliveries)
+            jobs_store_together(deliveries)
     return MessageSent(message, deliveries)
 
 

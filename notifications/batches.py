@@ -13,18 +13,14 @@ from collections.abc import Sequence
 from typing import TypeAlias
 from uuid import UUID
 
-from django.db import IntegrityError, transaction
-from django.utils import timezone
+from django.db import IntegrityError
 
 from accounts.models import Account
 from core.errors import CodedError, DuplicateRequest
 from notifications.engine import store
-from notifications.engine.queue import dispatch_soon
 from notifications.models import Job, JobType
-from notifications.observability import job_accepted, job_failed_on_arrival
-from notifications.outcomes import finished_jobs_announce_soon
 from notifications.selectors import idempotency_keys_taken
-from notifications.services import announces_finish, email_recipients, recipients_suppressed
+from notifications.services import email_recipients, jobs_store_together, recipients_suppressed
 from suppressions.selectors import suppression_reasons
 from suppressions.services import suppressed_message
 
@@ -49,7 +45,7 @@ def batch_store(*, account: Account, slots: Sequence[Slot], test: bool = False) 
         answered = _duplicates_refused(account, slots, test=test)
         jobs = [slot for slot in answered if isinstance(slot, Job)]
         try:
-            _store(jobs, arrivals=[arrivals[job.id] for job in jobs if job.id in arrivals])
+            jobs_store_together(jobs, arrivals=[arrivals[job.id] for job in jobs if job.id in arrivals])
         except IntegrityError:
             if not any(job.idempotency_key for job in jobs):
                 raise
@@ -87,25 +83,3 @@ def _arrival_failures(account: Account, jobs: Sequence[Job]) -> dict[UUID, store
         for job in emails
         if (reason := recipients_suppressed(job, listed))
     }
-
-
-def _store(jobs: Sequence[Job], *, arrivals: Sequence[store.ArrivalFailure]) -> None:
-    if not jobs:
-        return
-    failed = {arrival.job.id for arrival in arrivals}
-    queued = [job for job in jobs if job.id not in failed]
-    # The batch's jobs share an account and a mode: what one announces, they all do.
-    announced = bool(arrivals) and announces_finish(jobs[0].account, test=jobs[0].test)
-    due_now = [job for job in queued if job.scheduled_for is None]
-    now = timezone.now()
-    for job in due_now:
-        job.requeue_at = now
-    store.insert_batch(jobs, arrivals=arrivals, announced=announced)
-    if due_now:
-        transaction.on_commit(dispatch_soon)
-    if announced:
-        transaction.on_commit(finished_jobs_announce_soon)
-    for job in queued:
-        job_accepted(job.type)
-    for arrival in arrivals:
-        job_failed_on_arrival(arrival.job)

@@ -278,17 +278,30 @@ def message_delivery_new(
     return job
 
 
-def due_jobs_store(jobs: Sequence[Job]) -> None:
-    """Stores new jobs of one account and mode, due at once, as a batch's are (docs/rules.md, "Batches"): one
-    multi-row INSERT with the quota's units for all of them, all or none, in the caller's transaction; one task asks
-    the dispatcher to send theirs once it commits. Raises the account's QuotaExceeded, storing nothing."""
+def jobs_store_together(jobs: Sequence[Job], *, arrivals: Sequence[store.ArrivalFailure] = ()) -> None:
+    """Stores new jobs of one account and mode, a batch's or a message's deliveries (docs/rules.md, "Batches"): one
+    multi-row INSERT with the quota's units for all of them, all or none, in the caller's transaction, ``arrivals``
+    failed on arrival; once it commits, one task asks the dispatcher to send those due now. Raises the account's
+    QuotaExceeded, storing nothing."""
+    if not jobs:
+        return
+    failed = {arrival.job.id for arrival in arrivals}
+    queued = [job for job in jobs if job.id not in failed]
+    # The jobs share an account and a mode: what one announces, they all do.
+    announced = bool(arrivals) and announces_finish(jobs[0].account, test=jobs[0].test)
+    due_now = [job for job in queued if job.scheduled_for is None]
     now = timezone.now()
-    for job in jobs:
+    for job in due_now:
         job.requeue_at = now
-    store.insert_batch(jobs, arrivals=(), announced=False)
-    transaction.on_commit(dispatch_soon)
-    for job in jobs:
+    store.insert_batch(jobs, arrivals=arrivals, announced=announced)
+    if due_now:
+        transaction.on_commit(dispatch_soon)
+    if announced:
+        transaction.on_commit(finished_jobs_announce_soon)
+    for job in queued:
         job_accepted(job.type)
+    for arrival in arrivals:
+        job_failed_on_arrival(arrival.job)
 
 
 def job_store(job: Job) -> Job:
