@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from bench.common import judge_rounds, log, make_tls, option, own_services, seed_accounts, table, verdict
+from bench.common import celery_beat, judge_rounds, log, make_tls, option, own_services, seed_accounts, table, verdict
 from bench.delivery import APP_WORKER_ENV, PAYLOAD, STALL_SECONDS, Delivery, enqueue, started_receiver, warmed_up
 from bench.delivery import workers as app_workers
 
@@ -156,7 +156,8 @@ def run(args: argparse.Namespace) -> None:
         accounts = seed_accounts(1, prefix="ratelimit", secrets=True)
         d = Delivery(args, dict(APP_WORKER_ENV), proc, client, accounts, floor_secret="")
         e = endpoints_of(d, args.rate_limit)
-        with app_workers(d, "app") as procs:
+        # Beat's dispatcher too, as the Procfile runs it: a delivery whose turn is seconds away is left to it.
+        with app_workers(d, "app") as procs, celery_beat("beat-ratelimit", env=d.env):
             warmed_up(d, procs, enqueue(d, "app", max(50, 4 * args.concurrency * args.processes)))
             rounds = [paced_round(d, e, number) for number in range(1, args.rounds + 1)]
     print()

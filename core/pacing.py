@@ -3,13 +3,17 @@
 
 Two rules, both kept in one Lua script on Redis's clock, exact across worker nodes:
 
-- **Turns.** A caller gets the next free turn, one every 1/N seconds, reserved for it by name; it comes back then
-  and goes. Callers that wait are served in the order they asked, each told a turn no other takes, so a burst of
-  them is spread evenly instead of all trying again at once.
-- **The window.** Whatever the turns say, a caller goes only while fewer than N went in the second before (a log
-  of who went when, as the API's rate limiter keeps): callers that came back late for their turns (their tasks
-  waited behind others) do not all go at once. One refused is given the next free turn once the window frees a
-  place, so those refused together are spread again.
+- **Turns.** Turns are slots on the clock, one every 1/N seconds: a caller gets the next free one, reserved for it by
+  name, and comes back for it. The next free turn follows the last turn given, not the last caller that went, so a
+  caller that comes back late (its task waited behind others) takes its turn late and pushes no other: the key keeps
+  N a second while callers wait.
+- **The window.** Whatever the turns say, a caller goes only where its going leaves at most N in every second: after
+  the Nth last to go plus one second. Callers that all come back late for their turns do not go at once; they go
+  one after another as the window frees places, and a caller late once pushes only the turn one second after its own.
+
+A caller whose place is at most HOLD_MS away takes it now, logged at that time, and waits the moment where it is (a
+worker, before its attempt): coming back costs a pickup that may itself be late. One further away keeps its turn and
+is told to come back BACK_EARLY_MS before it, so that a pickup a little late still finds its place held.
 
 Without Redis (the embedded run) each process keeps both in its own memory. While Redis fails, pacing fails open: a
 caller goes at once, logged once per outage, and Redis is tried again every few seconds, as the API's rate limiter
@@ -22,6 +26,7 @@ import logging
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -35,47 +40,74 @@ logger = logging.getLogger(__name__)
 
 # A caller asks Redis once per attempt; a Redis that hangs costs it this much (as the API's rate limiter).
 STORE_TIMEOUT_SECONDS = 0.25
-# A caller back this little before its turn (its countdown and Redis's clock differ a little) takes it.
-EARLY_MS = 10
+# A caller whose place is this near takes it and waits for it where it is.
+HOLD_MS = 100
+# A caller told to come back does so this much before its place: a pickup up to this late (a worker's timer, a busy
+# pool, the claim) still goes at its place, and one up to HOLD_MS - BACK_EARLY_MS early takes it too.
+BACK_EARLY_MS = 50
 WINDOW_MS = 1000
 # How long a reserved turn is kept past its time for a caller that comes back late.
 RESERVATION_KEPT_MS = 60_000
 # Keys a process keeps in memory without Redis: far more than the keys one process paces at once.
 MEMORY_KEYS = 100_000
 
-# KEYS: the key's log of who went when (a sorted set, scored in ms), its next free turn, this caller's turn.
-# ARGV: N, the spacing between turns (ms), how early a turn may be taken (ms), the caller's name.
-# Returns how many ms the caller waits: 0, go now.
+# KEYS: the key's log of who goes when (a sorted set, scored in ms, some ahead of now: callers holding for their
+# place), its next free turn, this caller's turn.
+# ARGV: N, the spacing between turns (ms), the caller's name.
+# Returns {1, ms}: the caller's place is taken, it goes in ms; {0, ms}: its place is ms away, its turn kept.
+# A place is never before the last one taken, so the log is in the order of going: one second after the Nth last
+# place is the first that leaves at most N in every second.
 TURN_SCRIPT = f"""
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local limit, spacing, early = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local limit, spacing = tonumber(ARGV[1]), tonumber(ARGV[2])
 local turn = tonumber(redis.call('GET', KEYS[3]))
 if not turn then
   turn = math.max(now, tonumber(redis.call('GET', KEYS[2])) or now)
   redis.call('SET', KEYS[2], turn + spacing, 'PX', math.ceil(turn + spacing - now) + {WINDOW_MS})
 end
-if turn - now <= early then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - {WINDOW_MS})
-  if redis.call('ZCARD', KEYS[1]) < limit then
-    redis.call('ZADD', KEYS[1], now, ARGV[4] .. '@' .. now)
-    redis.call('PEXPIRE', KEYS[1], {WINDOW_MS})
-    redis.call('DEL', KEYS[3])
-    return 0
-  end
-  local freed = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]) + {WINDOW_MS}
-  turn = math.max(freed, tonumber(redis.call('GET', KEYS[2])) or freed)
-  redis.call('SET', KEYS[2], turn + spacing, 'PX', math.ceil(turn + spacing - now) + {WINDOW_MS})
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - {WINDOW_MS})
+local at = math.max(now, turn)
+local gone = redis.call('ZRANGE', KEYS[1], -limit, -1, 'WITHSCORES')
+if #gone > 0 then
+  at = math.max(at, tonumber(gone[#gone]))
 end
-redis.call('SET', KEYS[3], turn, 'PX', math.ceil(turn - now) + {RESERVATION_KEPT_MS})
-return turn - now
+if #gone >= 2 * limit then
+  at = math.max(at, tonumber(gone[2]) + {WINDOW_MS})
+end
+if at - now <= {HOLD_MS} then
+  redis.call('ZADD', KEYS[1], at, ARGV[3] .. '@' .. at)
+  redis.call('PEXPIRE', KEYS[1], math.ceil(at - now) + {WINDOW_MS})
+  redis.call('DEL', KEYS[3])
+  return {{1, math.ceil(at - now)}}
+end
+redis.call('SET', KEYS[3], turn, 'PX', math.ceil(at - now) + {RESERVATION_KEPT_MS})
+return {{0, math.ceil(at - now)}}
 """
 
 
-def seconds_to_turn(*, key: str, caller: str, per_second: int) -> float:
-    """Seconds ``caller`` waits before its turn under ``key``'s pace of ``per_second``: 0, go now (counted as gone);
-    otherwise the turn is reserved for it, and asking again at that time takes it."""
-    return _pacer().wait_ms(key, caller, per_second=per_second) / 1000
+@dataclass(frozen=True)
+class Turn:
+    """What a caller is told: ``taken``, its place is its own and it goes in ``seconds`` (at most HOLD_MS), waiting
+    where it is; otherwise its turn is kept and it comes back in ``seconds``."""
+
+    taken: bool
+    seconds: float
+
+
+GO_NOW = Turn(taken=True, seconds=0)
+
+
+def turn(*, key: str, caller: str, per_second: int) -> Turn:
+    """``caller``'s turn under ``key``'s pace of ``per_second``; a place taken is counted as gone."""
+    return _pacer().turn(key, caller, per_second=per_second)
+
+
+def _told(taken: bool, wait_ms: float) -> Turn:
+    """The turn a caller is told, ``wait_ms`` being the wait to its place: taken, or to come back a moment early."""
+    if taken:
+        return Turn(taken=True, seconds=wait_ms / 1000)
+    return Turn(taken=False, seconds=max(0.0, wait_ms - BACK_EARLY_MS) / 1000)
 
 
 class MemoryPacer:
@@ -83,30 +115,31 @@ class MemoryPacer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # Each key's places taken, in the order of their times (a place is never before the last one taken).
         self._gone: BoundedLRU[str, deque[float]] = BoundedLRU(max_entries=MEMORY_KEYS, max_weight=MEMORY_KEYS)
         self._next_free: BoundedLRU[str, float] = BoundedLRU(max_entries=MEMORY_KEYS, max_weight=MEMORY_KEYS)
         self._turns: BoundedLRU[tuple[str, str], float] = BoundedLRU(max_entries=MEMORY_KEYS, max_weight=MEMORY_KEYS)
 
-    def wait_ms(self, key: str, caller: str, *, per_second: int) -> float:
+    def turn(self, key: str, caller: str, *, per_second: int) -> Turn:
         now = time.time() * 1000
         with self._lock:
             turn = self._turns.get((key, caller))
             if turn is None:
                 turn = max(now, self._next_free.get(key) or now)
                 self._next_free.put(key, turn + 1000 / per_second, weight=1)
-            if turn - now <= EARLY_MS:
-                gone = self._gone.get(key) or deque()
-                while gone and gone[0] <= now - WINDOW_MS:
-                    gone.popleft()
-                if len(gone) < per_second:
-                    gone.append(now)
-                    self._gone.put(key, gone, weight=1)
-                    self._turns.discard((key, caller))
-                    return 0
-                turn = max(gone[0] + WINDOW_MS, self._next_free.get(key) or 0)
-                self._next_free.put(key, turn + 1000 / per_second, weight=1)
-            self._turns.put((key, caller), turn, weight=1)
-            return turn - now
+            gone = self._gone.get(key) or deque()
+            while gone and gone[0] <= now - WINDOW_MS:
+                gone.popleft()
+            at = max(now, turn, gone[-1] if gone else now)
+            if len(gone) >= per_second:
+                at = max(at, gone[-per_second] + WINDOW_MS)
+            if at - now > HOLD_MS:
+                self._turns.put((key, caller), turn, weight=1)
+                return _told(False, at - now)
+            gone.append(at)
+            self._gone.put(key, gone, weight=1)
+            self._turns.discard((key, caller))
+            return _told(True, at - now)
 
 
 class RedisPacer:
@@ -124,17 +157,17 @@ class RedisPacer:
             back="Pacing store answers again after %.1fs; pacing there again",
         )
 
-    def wait_ms(self, key: str, caller: str, *, per_second: int) -> float:
+    def turn(self, key: str, caller: str, *, per_second: int) -> Turn:
         if not self._outage.store_due():
-            return 0
+            return GO_NOW
         keys = [f"pace:{key}:gone", f"pace:{key}:next", f"pace:{key}:turn:{caller}"]
         try:
-            wait = self._script(keys=keys, args=[per_second, 1000 / per_second, EARLY_MS, caller])
+            taken, wait_ms = self._script(keys=keys, args=[per_second, 1000 / per_second, caller])
         except redis.RedisError as error:
             self._outage.failed(error)
-            return 0
+            return GO_NOW
         self._outage.answered()
-        return float(wait)
+        return _told(bool(taken), float(wait_ms))
 
 
 @cache

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -169,7 +170,8 @@ def startup(make_client: Callable[..., Client]) -> Client:
 
 @pytest.fixture
 def broker_messages() -> Iterator[Callable[[], list[dict[str, Any]]]]:
-    """Reads (and removes) what the accept path pushed to the real broker, Redis or files."""
+    """Reads (and removes) what the accept path pushed to the real broker, Redis or files; a task sent with a
+    countdown has its ``eta``."""
 
     def drain() -> list[dict[str, Any]]:
         messages = []
@@ -179,11 +181,13 @@ def broker_messages() -> Iterator[Callable[[], list[dict[str, Any]]]]:
                     message = queue.get_nowait()
                 except queue.Empty:
                     return messages
+                eta = message.headers.get("eta")  # a countdown's: the worker that takes the task holds it till then
                 messages.append(
                     {
                         "task": message.headers["task"],
                         "args": message.decode()[0] if isinstance(message.decode(), list) else None,
                         "priority": message.properties.get("priority"),
+                        **({"eta": datetime.fromisoformat(eta)} if eta else {}),
                     }
                 )
                 message.ack()

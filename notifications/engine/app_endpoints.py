@@ -9,6 +9,7 @@ key (store.Endpoint) and tells that app and event endpoints through core.signals
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timedelta
 from http import HTTPStatus
 from typing import Any
@@ -41,10 +42,15 @@ def endpoint_stop(endpoint: store.EndpointTarget) -> AttemptOutcome | None:
 
 
 def seconds_to_turn(job: Job, endpoint: store.EndpointTarget) -> float:
-    """How long the delivery waits for its turn under its endpoint's rate limit (core/pacing.py); 0: it goes now."""
+    """How long the delivery waits for its turn under its endpoint's rate limit (core/pacing.py): 0, it goes now,
+    after waiting here the moment its place was away; otherwise it comes back then."""
     if not endpoint.rate_limit or job.test:
         return 0
-    return pacing.seconds_to_turn(key=f"endpoint:{endpoint.id}", caller=str(job.id), per_second=endpoint.rate_limit)
+    turn = pacing.turn(key=f"endpoint:{endpoint.id}", caller=str(job.id), per_second=endpoint.rate_limit)
+    if not turn.taken:
+        return turn.seconds
+    time.sleep(turn.seconds)  # at most pacing.HOLD_MS: less than handing the delivery back and taking it again
+    return 0
 
 
 def endpoint_attempt_record(job: Job, endpoint: store.EndpointTarget, outcome: AttemptOutcome) -> None:

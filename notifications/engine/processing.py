@@ -53,6 +53,9 @@ LOST_TASK_SEARCH_MAX_QUEUE = 10_000
 # A record that the database refused is tried again after these pauses, doubling, while the lease lasts.
 RECORD_RETRY_FIRST_PAUSE = 0.25
 RECORD_RETRY_MAX_PAUSE = 2.0
+# A delivery's wait for its endpoint's turn longer than this is not sent as a countdown (docs/customer-webhooks.md,
+# "Rate limit").
+PACED_COUNTDOWN_MAX_SECONDS = 5
 # A job whose attempt was under way when a worker died this often fails instead of trying again:
 # the job itself may be what kills the worker (a crash in a library, memory running out).
 WORKER_DEATHS_ALLOWED = 3
@@ -118,12 +121,15 @@ def _health_record(claim: store.Claim, outcome: AttemptOutcome) -> None:
 
 
 def _wait_for_turn(job: Job, *, seconds: float) -> None:
-    """Hands the claimed delivery back, unattempted, until its endpoint's rate limit gives it its turn, and sends
-    its task for then: this worker goes on to other deliveries (docs/customer-webhooks.md, "Rate limit")."""
+    """Hands the claimed delivery back, unattempted, until its endpoint's rate limit gives it its turn: this worker
+    goes on to other deliveries (docs/customer-webhooks.md, "Rate limit"). A short wait's task is sent for then; a
+    longer one is left to the dispatcher."""
     turn = timezone.now() + timedelta(seconds=seconds)
-    # Pending and published, as far as the sweeper can tell, at its turn: were its task lost, the sweeper's search
-    # for lost tasks finds it 5 s after (docs/delivery-engine.md, "The sweeper").
-    requeue_at = turn + _seconds("JOB_REQUEUE_AFTER_SECONDS")
+    counted_down = seconds <= _paced_countdown_max()
+    # Counted down: pending and published, as far as the sweeper can tell, at its turn, so were its task lost the
+    # sweeper's search for lost tasks finds it 5 s after (docs/delivery-engine.md, "The sweeper"). Otherwise due for
+    # the dispatcher a tick and a second before its turn, which publishes its task then, counted down to the turn.
+    requeue_at = turn + _seconds("JOB_REQUEUE_AFTER_SECONDS") if counted_down else turn - _paced_dispatch_lead()
     waiting = NextState.paced(turn, attempts=job.attempts, error=job.error_message, requeue_at=requeue_at)
     try:
         put_back = store.put_back(job, waiting=waiting)
@@ -132,10 +138,22 @@ def _wait_for_turn(job: Job, *, seconds: float) -> None:
         connection.close()
         logger.warning("Job %s: not handed back for its turn, its lease will end: %s", job.id, error)
         return
-    if put_back:
+    if put_back and counted_down:
         # On the broker's first step: a worker takes it at once, ahead of the queue, and holds it until its turn, so
         # other deliveries queued meanwhile do not make it late.
         job_enqueue(job_id=job.id, priority=Priority.HIGH, countdown=seconds)
+
+
+def _paced_dispatch_lead() -> timedelta:
+    """How long before its turn a delivery whose wait was too long to count down is due for the dispatcher: a tick
+    within it publishes the task, counted down to the turn."""
+    return timedelta(seconds=settings.JOB_DISPATCH_INTERVAL_SECONDS + 1)
+
+
+def _paced_countdown_max() -> float:
+    """The longest wait for a turn sent as a countdown: the broker's worker holds a countdown's task in its memory
+    until it is due, so a slow limit's backlog is left to the dispatcher (whose own countdown is its lead)."""
+    return max(PACED_COUNTDOWN_MAX_SECONDS, _paced_dispatch_lead().total_seconds())
 
 
 def _stopped(claim: store.Claim) -> AttemptOutcome | None:
@@ -316,13 +334,23 @@ def jobs_dispatch(*, batch_size: int = 1000) -> int:
     next_requeue_at = now + _seconds("JOB_REQUEUE_AFTER_SECONDS")
     sent = 0
     while due := store.take_due_for_requeue(now=now, next_requeue_at=next_requeue_at, batch_size=batch_size):
-        jobs_enqueue(due)
+        _publish_due(due, now=now)
         sent += len(due)
         if len(due) < batch_size:
             break
     if sent:
         logger.info("Dispatcher sent %d job(s)", sent)
     return sent
+
+
+def _publish_due(due: Sequence[tuple[UUID, int, datetime | None]], *, now: datetime) -> None:
+    """Publishes the due jobs' tasks. One due before its lock ends (a delivery waiting for its endpoint's turn, made
+    due ahead of it) goes on the first step with a countdown to that end: its claim comes at its time, neither
+    refused before it nor kept past it by the queue."""
+    jobs_enqueue([(job_id, priority) for job_id, priority, until in due if until is None or until <= now])
+    for job_id, _, until in due:
+        if until is not None and until > now:
+            job_enqueue(job_id=job_id, priority=Priority.HIGH, countdown=(until - now).total_seconds())
 
 
 def _bring_forward_lost_tasks(*, now: datetime, batch_size: int) -> None:

@@ -494,10 +494,14 @@ def _announcement_sql() -> str:
     return f"INSERT INTO {sql.table(JobAnnouncement)} ({columns}) SELECT {values} FROM still_ours"
 
 
-def take_due_for_requeue(*, now: datetime, next_requeue_at: datetime, batch_size: int) -> Sequence[tuple[UUID, int]]:
-    """Unfinished jobs whose requeue time has passed, as (id, priority), each pushed to ``next_requeue_at``."""
+def take_due_for_requeue(
+    *, now: datetime, next_requeue_at: datetime, batch_size: int
+) -> Sequence[tuple[UUID, int, datetime | None]]:
+    """Unfinished jobs whose requeue time has passed, as (id, priority, locked_until), each pushed to
+    ``next_requeue_at``."""
     unfinished = Job.objects.filter(status__in=UNFINISHED)
-    return take_due(unfinished, "id", "priority", now=now, next_requeue_at=next_requeue_at, batch_size=batch_size)
+    fields = ("id", "priority", "locked_until")
+    return take_due(unfinished, *fields, now=now, next_requeue_at=next_requeue_at, batch_size=batch_size)
 
 
 def take_due(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -18,10 +18,10 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from accounts.services import signing_secret_generate
 from core.crypto import encrypt
-from core.pacing import RedisPacer
+from core.pacing import GO_NOW, RedisPacer
 from customer_webhooks.models import App, Endpoint, Message
 from event_endpoints.models import Event
-from notifications.engine.processing import job_process
+from notifications.engine.processing import job_process, jobs_dispatch
 from notifications.engine.queue import jobs_enqueue
 from notifications.models import Job, JobStatus, JobType
 from tests.conftest import Client, free_port, wait_for_job
@@ -32,6 +32,7 @@ from tests.fakes.receiver import Arrival, Receiver, Reply
 # A secret a rotation replaced, still signing beside ENDPOINT_SECRET.
 OLD_SECRET = "whsec_" + "b2xkLXNlY3JldC1mb3ItdGVzdHMtMDEyMzQ1Njc4OQ=="
 PAYLOAD = {"invoice": "in_1", "amount": 12.5, "note": "naïve"}
+Messages = Callable[[], list[dict[str, Any]]]
 
 
 def app_of(client: Client) -> App:
@@ -334,13 +335,49 @@ def in_any_second(times: Sequence[float]) -> list[int]:
     return [sum(1 for other in times if start <= other < start + 1) for start in times]
 
 
+@pytest.mark.redis
+def test_a_long_wait_for_a_turn_is_left_to_the_dispatcher_not_held_by_a_worker_as_a_countdown(
+    free: Client, receiver: Receiver, delivery_settings: Any, broker_messages: Messages
+) -> None:
+    # Turns one a second: the 7th delivery's is 6 s away, past the longest countdown (5 s). With the default
+    # dispatcher's tick of 1 s, it is due for the dispatcher 2 s before its turn.
+    app = app_of(free)
+    slow = endpoint_at(app, receiver, "/slow", rate_limit=1)
+    _, jobs = deliveries(app, *[slow] * 7, published=False)
+
+    for job in jobs:
+        job_process(job_id=job.id)
+
+    assert len(receiver.wait_for(1)) == 1
+    counted_down = broker_messages()
+    # Waits of 1 to 5 s: each task on the first step, counted down to its turn; none for the 7th.
+    assert [(m["task"], m["args"], m["priority"]) for m in counted_down] == [
+        ("notifications.deliver_job", [str(job.id)], 0) for job in jobs[1:6]
+    ]
+    assert all("eta" in m for m in counted_down)
+    last = Job.objects.get(id=jobs[6].id)
+    assert (last.status, last.attempts, last.claims) == (JobStatus.PENDING, 0, 0)
+    assert last.locked_until is not None
+    assert last.requeue_at == last.locked_until - timedelta(seconds=2)
+    assert (last.locked_until - timezone.now()).total_seconds() == pytest.approx(5.9, abs=0.3)
+
+    assert jobs_dispatch() == 0
+    time.sleep((last.requeue_at - timezone.now()).total_seconds() + 0.05)
+    assert jobs_dispatch() == 1
+
+    # On the first step, counted down to its turn from 2 s before it: the claim comes then, not behind the queue.
+    (published,) = broker_messages()
+    assert (published["args"], published["priority"]) == ([str(last.id)], 0)
+    assert published["eta"] == pytest.approx(last.locked_until, abs=timedelta(seconds=0.1))
+
+
 def test_pacing_lets_everything_through_while_redis_is_down_and_says_so_once(caplog: Any) -> None:
     pacer = RedisPacer(f"redis://127.0.0.1:{free_port()}/0")
 
     with caplog.at_level(logging.WARNING, logger="core.pacing"):
-        waits = [pacer.wait_ms("endpoint:x", f"job-{n}", per_second=1) for n in range(3)]
+        turns = [pacer.turn("endpoint:x", f"job-{n}", per_second=1) for n in range(3)]
 
-    assert waits == [0, 0, 0]
+    assert turns == [GO_NOW] * 3
     assert len([record for record in caplog.records if "Pacing store unavailable" in record.message]) == 1
 
 

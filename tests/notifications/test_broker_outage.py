@@ -64,7 +64,9 @@ def test_the_first_send_after_an_outage_reaches_the_broker(
     # The failed producer was dropped, so this thread's next send builds one on the real broker.
     queue.job_enqueue(job_id=job_id, priority=1, countdown=30)
 
-    assert broker_messages() == [{"task": "notifications.deliver_job", "args": [str(job_id)], "priority": 0}]
+    (message,) = broker_messages()
+    assert message == {"task": "notifications.deliver_job", "args": [str(job_id)], "priority": 0, "eta": message["eta"]}
+    assert (message["eta"] - timezone.now()).total_seconds() == pytest.approx(30, abs=2)
 
 
 @pytest.mark.usefixtures("broker_down")

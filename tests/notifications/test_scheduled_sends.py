@@ -253,5 +253,5 @@ def test_two_dispatcher_runs_at_once_send_each_job_once(startup: Client) -> None
     with locked_elsewhere(due.select_for_update()[:3]) as taken_by_other:
         taken = take_due_for_requeue(now=timezone.now(), next_requeue_at=_in(300), batch_size=100)
 
-    assert {job_id for job_id, _ in taken} == {job.id for job in jobs} - {job.id for job in taken_by_other}
+    assert {job_id for job_id, *_ in taken} == {job.id for job in jobs} - {job.id for job in taken_by_other}
     assert len(taken) == 3
