@@ -21,9 +21,11 @@ from customer_webhooks.models import (
     NAME_MAX_LENGTH,
     RATE_LIMIT_MAX,
     UID_MAX_LENGTH,
+    Endpoint,
     is_event_type,
 )
 from notifications.delivery.http import is_refused_target
+from notifications.engine.app_endpoints import FAILING, GONE
 
 # (Comments, not docstrings, in this module: drf-spectacular shows docstrings to API clients.)
 
@@ -36,6 +38,10 @@ APP_UID_SCHEMA = {
     "maxLength": UID_MAX_LENGTH,
     "pattern": whole_value(f"(?!(?:{UUID_SHAPED.pattern})$){APP_UID.pattern}"),
 }
+
+# Why an endpoint is disabled, as its answer says (docs/customer-webhooks.md, "Disabling").
+HOLDER = "holder"
+DISABLED_REASONS = [HOLDER, GONE, FAILING]
 
 EVENT_TYPE_SCHEMA = {
     "type": "string",
@@ -176,7 +182,17 @@ class EndpointSerializer(serializers.Serializer):
     # Deliveries a second at most; null: no limit.
     rateLimit = serializers.IntegerField(source="rate_limit", allow_null=True)
     disabled = serializers.BooleanField()
+    # Null while enabled; else why: "holder" (the holder disabled it), "gone" (it answered 410 Gone), "failing" (every
+    # delivery failed for ENDPOINT_DISABLE_AFTER_SECONDS).
+    disabledReason = serializers.SerializerMethodField()
     createdAt = IsoDateTimeField(source="created_at")
+
+    @extend_schema_field({"type": ["string", "null"], "enum": [*DISABLED_REASONS, None]})
+    def get_disabledReason(self, endpoint: Endpoint) -> str | None:
+        if not endpoint.disabled:
+            return None
+        # NotifyHub keeps why it disabled an endpoint; the holder's own disabling leaves no reason.
+        return endpoint.disabled_reason or HOLDER
 
 
 @extend_schema_serializer(component_name="EndpointList")

@@ -18,6 +18,7 @@ from core.crypto import decrypt, encrypt
 from customer_webhooks.models import App, Endpoint
 from customer_webhooks.selectors import endpoint_signing_secrets
 from customer_webhooks.services import endpoint_create
+from notifications.engine.app_endpoints import GONE
 from tests.api.test_envelope import assert_error
 from tests.clients import APIClient
 from tests.conftest import Client, done_elsewhere
@@ -59,6 +60,7 @@ def test_adding_an_endpoint_answers_201_with_a_secret_of_its_own_stored_and_reco
         "description": "Billing",
         "rateLimit": 10,
         "disabled": False,
+        "disabledReason": None,
         "createdAt": None,
     }
     stored = Endpoint.objects.get(id=data["id"])
@@ -278,14 +280,27 @@ def test_disabling_and_enabling_an_endpoint_enabling_forgets_why_it_was_disabled
     endpoint = EndpointFactory(app=app, disabled=True, disabled_reason="failing", failing_since=failing_since)
     path = f"{ENDPOINTS}/{endpoint.id}"
 
-    assert patch(startup, path, {"disabled": False}).json()["data"]["disabled"] is False
+    assert startup.get(path).json()["data"]["disabledReason"] == "failing"
+    enabled = patch(startup, path, {"disabled": False}).json()["data"]
+    assert (enabled["disabled"], enabled["disabledReason"]) == (False, None)
 
     endpoint.refresh_from_db()
     assert (endpoint.disabled, endpoint.disabled_reason, endpoint.failing_since) == (False, "", None)
-    assert patch(startup, path, {"disabled": True}).json()["data"]["disabled"] is True
+    disabled = patch(startup, path, {"disabled": True}).json()["data"]
+    assert (disabled["disabled"], disabled["disabledReason"]) == (True, "holder")
     endpoint.refresh_from_db()
     assert (endpoint.disabled, endpoint.disabled_reason) == (True, "")
     assert len(entries(startup, "endpoint.updated")) == 2
+
+
+def test_the_reason_an_endpoint_is_disabled_is_in_its_answer(startup: Client, app: App) -> None:
+    gone = EndpointFactory(app=app, disabled=True, disabled_reason=GONE)
+    by_holder = EndpointFactory(app=app, disabled=True)
+    enabled = EndpointFactory(app=app)
+
+    listed = {item["id"]: item["disabledReason"] for item in startup.get(ENDPOINTS).json()["data"]["data"]}
+
+    assert listed == {str(gone.id): "gone", str(by_holder.id): "holder", str(enabled.id): None}
 
 
 def test_patch_changing_nothing_records_nothing(startup: Client, app: App) -> None:

@@ -16,6 +16,8 @@ Priority = Literal[1, 5, 10]
 Provider = Literal["SENDGRID", "RESEND", "POSTMARK"]
 WebhookMethod = Literal["POST", "PUT", "PATCH", "DELETE"]
 SuppressionReason = Literal["HARD_BOUNCE", "SPAM_REPORT", "UNSUBSCRIBED", "MANUAL"]
+# Why an app's endpoint is disabled: by its holder, answered 410 Gone, or every delivery failing for days.
+EndpointDisabledReason = Literal["holder", "gone", "failing"]
 EventType = Literal[
     "job.completed",
     "job.failed",
@@ -366,6 +368,7 @@ class AppEndpoint:
     description: str
     rate_limit: int | None
     disabled: bool
+    disabled_reason: EndpointDisabledReason | None  # None while enabled
     created_at: datetime
 
 
