@@ -211,6 +211,9 @@ class AuditAction(models.TextChoices):
     ENDPOINT_UPDATED = "endpoint.updated", "Endpoint updated"
     ENDPOINT_DELETED = "endpoint.deleted", "Endpoint deleted"
     ENDPOINT_SECRET_ROTATED = "endpoint.secret_rotated", "Endpoint secret rotated"
+    # Not a change, but whoever read the secret can sign as NotifyHub does.
+    ENDPOINT_SECRET_REVEALED = "endpoint.secret_revealed", "Endpoint secret revealed"
+    ENDPOINT_RECOVERED = "endpoint.recovered", "Endpoint deliveries recovered"
     PLAN_CHANGED = "plan.changed", "Plan changed"
     # The monthly limit or the rate limit: the target says which (docs/rules.md, "Audit log").
     LIMIT_CHANGED = "limit.changed", "Limit changed"

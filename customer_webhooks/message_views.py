@@ -173,7 +173,8 @@ class EndpointRecoverView(ApiKeyView):
         description=(
             "Re-queues every delivery to the endpoint that failed and was created since `since` (an RFC 3339 "
             "date-time, not in the future and not older than the jobs are kept), as Retry Job re-queues each one: "
-            "its attempts start again and its logs stay. A test key re-queues test deliveries, a live key live ones."
+            "its attempts start again and its logs stay. A test key re-queues test deliveries, a live key live ones. "
+            "A recovery that re-queues any is recorded in the account's audit log (`endpoint.recovered`)."
         ),
         request=EndpointRecoverRequestSerializer,
         responses={

@@ -19,9 +19,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from accounts.models import Account
+from accounts.models import Account, AuditAction
 from core.errors import DuplicateRequest, MessageNotFound
 from customer_webhooks.models import App, Endpoint, Message
+from customer_webhooks.services import endpoint_audit
 from notifications.models import Job
 from notifications.services import failed_jobs_retry, jobs_store_together, message_delivery_new
 
@@ -152,8 +153,11 @@ def recover_since_refusal(since: datetime) -> str | None:
 def endpoint_recover(*, account: Account, endpoint: Endpoint, since: datetime, test: bool) -> int:
     """Re-queues the endpoint's failed deliveries of mode ``test`` created since ``since``, by Retry Job's rules
     (docs/rules.md, "Retry Job"), RECOVER_PAGE at a time, each page's tasks published once it commits; returns how
-    many it re-queued."""
+    many it re-queued. A recovery that re-queued any is audit-logged (``endpoint.recovered``)."""
     pages = failed_jobs_retry(
         account=account, endpoint_id=endpoint.id, created_since=since, test=test, batch_size=RECOVER_PAGE
     )
-    return sum(page.requeued for page in pages)
+    requeued = sum(page.requeued for page in pages)
+    if requeued:  # a recovery that found nothing to send again changed nothing
+        endpoint_audit(endpoint, AuditAction.ENDPOINT_RECOVERED)
+    return requeued

@@ -23,6 +23,7 @@ from accounts.services import audit_record
 from core.crypto import decrypt, encrypt
 from core.errors import AppUidTaken, EndpointLimit
 from customer_webhooks.models import ENDPOINTS_PER_APP, App, Endpoint, Message
+from customer_webhooks.selectors import endpoint_signing_secrets
 from notifications.delivery.http import MASK, split_credentials, url_for_audit
 from notifications.engine import store
 from notifications.models import Job
@@ -107,7 +108,7 @@ def endpoint_create(
         if Endpoint.objects.filter(app=app).count() >= ENDPOINTS_PER_APP:
             raise EndpointLimit()
         endpoint.save(force_insert=True)
-        audit_record(account=app.account, action=AuditAction.ENDPOINT_CREATED, target=_endpoint_target(endpoint))
+        endpoint_audit(endpoint, AuditAction.ENDPOINT_CREATED)
     return endpoint
 
 
@@ -143,9 +144,7 @@ def endpoint_update(*, endpoint: Endpoint, changes: EndpointChanges) -> Endpoint
     if changed:
         with transaction.atomic():
             endpoint.save(update_fields=changed)
-            audit_record(
-                account=endpoint.app.account, action=AuditAction.ENDPOINT_UPDATED, target=_endpoint_target(endpoint)
-            )
+            endpoint_audit(endpoint, AuditAction.ENDPOINT_UPDATED)
     return endpoint
 
 
@@ -155,9 +154,7 @@ def endpoint_delete(endpoint: Endpoint) -> None:
     _deliveries_delete(endpoint)
     with transaction.atomic():
         endpoint.delete()
-        audit_record(
-            account=endpoint.app.account, action=AuditAction.ENDPOINT_DELETED, target=_endpoint_target(endpoint)
-        )
+        endpoint_audit(endpoint, AuditAction.ENDPOINT_DELETED)
 
 
 def _deliveries_delete(endpoint: Endpoint) -> None:
@@ -191,11 +188,15 @@ def endpoint_secret_rotate(endpoint: Endpoint) -> str:
         endpoint.previous_signs_until = timezone.now() + overlap if overlap else None
         endpoint.encrypted_secret = encrypt(secret)
         endpoint.save(update_fields=["encrypted_secret", "previous_encrypted_secret", "previous_signs_until"])
-        audit_record(
-            account=endpoint.app.account,
-            action=AuditAction.ENDPOINT_SECRET_ROTATED,
-            target=_endpoint_target(endpoint),
-        )
+        endpoint_audit(endpoint, AuditAction.ENDPOINT_SECRET_ROTATED)
+    return secret
+
+
+def endpoint_secret_reveal(endpoint: Endpoint) -> str:
+    """The secret that signs the endpoint's deliveries, for its holder to hand on; the reading is audit-logged, as
+    whoever holds the secret can sign as NotifyHub does (docs/rules.md, "Audit log")."""
+    secret = endpoint_signing_secrets(endpoint)[0]
+    endpoint_audit(endpoint, AuditAction.ENDPOINT_SECRET_REVEALED)
     return secret
 
 
@@ -234,7 +235,8 @@ def _app_target(app: App) -> str:
     return app.uid or str(app.id)
 
 
-def _endpoint_target(endpoint: Endpoint) -> str:
-    """The endpoint's URL as the audit log names an event endpoint's (never its credentials, path or query), then
-    its app."""
-    return f"{url_for_audit(endpoint.url)} (app {_app_target(endpoint.app)})"
+def endpoint_audit(endpoint: Endpoint, action: AuditAction) -> None:
+    """Records ``action`` on the endpoint in its account's audit log, naming it by its URL as the log names an event
+    endpoint's (never its credentials, path or query), then its app."""
+    target = f"{url_for_audit(endpoint.url)} (app {_app_target(endpoint.app)})"
+    audit_record(account=endpoint.app.account, action=action, target=target)

@@ -14,7 +14,7 @@ from core.api.pages import PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
 from core.errors import AppNotFound, AppUidTaken, EndpointLimit, EndpointNotFound
 from customer_webhooks.models import ENDPOINTS_PER_APP, Endpoint
-from customer_webhooks.selectors import app_get, app_list, endpoint_get, endpoint_list, endpoint_signing_secrets
+from customer_webhooks.selectors import app_get, app_list, endpoint_get, endpoint_list
 from customer_webhooks.serializers import (
     EVENT_TYPE_RULE,
     EVENT_TYPES_MAX,
@@ -34,6 +34,7 @@ from customer_webhooks.services import (
     app_update,
     endpoint_create,
     endpoint_delete,
+    endpoint_secret_reveal,
     endpoint_secret_rotate,
     endpoint_update,
 )
@@ -263,7 +264,8 @@ class EndpointSecretView(ApiKeyView):
         summary="Get an endpoint's secret",
         description=(
             "The secret that signs the endpoint's deliveries: `whsec_` and base64, the form Standard Webhooks' "
-            "libraries take. Hand it to the endpoint's owner, who verifies each delivery with it."
+            "libraries take. Hand it to the endpoint's owner, who verifies each delivery with it. Each read is "
+            "recorded in the account's audit log (`endpoint.secret_revealed`)."
         ),
         responses={
             200: EndpointSecretSerializer,
@@ -271,7 +273,7 @@ class EndpointSecretView(ApiKeyView):
         },
     )
     def get(self, request: Request, app: str, endpoint_id: str) -> Response:
-        secret = endpoint_signing_secrets(_endpoint_of(request, app, endpoint_id))[0]
+        secret = endpoint_secret_reveal(_endpoint_of(request, app, endpoint_id))
         return Response(EndpointSecretSerializer({"secret": secret}).data)
 
 

@@ -28,8 +28,14 @@ from core.actor import acting_as, request_actor
 from core.errors import DomainError, EndpointNotFound, MessageNotFound
 from customer_webhooks.messages import endpoint_recover, message_get, message_list
 from customer_webhooks.models import ENDPOINTS_PER_APP, App, Endpoint
-from customer_webhooks.selectors import endpoint_get, endpoint_list, endpoint_signing_secrets
-from customer_webhooks.services import endpoint_create, endpoint_delete, endpoint_secret_rotate, endpoint_update
+from customer_webhooks.selectors import endpoint_get, endpoint_list
+from customer_webhooks.services import (
+    endpoint_create,
+    endpoint_delete,
+    endpoint_secret_reveal,
+    endpoint_secret_rotate,
+    endpoint_update,
+)
 from dashboard.forms import EndpointForm, EndpointRecoverForm, PageForm
 from dashboard.views.base import no_store
 from dashboard.views.paging import numbered_pages
@@ -224,7 +230,8 @@ class EndpointSecretPage(AppPageView):
 
     def post(self, request: HttpRequest, endpoint_id: UUID) -> HttpResponse:
         endpoint = self.access.endpoint(endpoint_id)
-        secret = endpoint_signing_secrets(endpoint)[0]
+        with self.access.acting(request):
+            secret = endpoint_secret_reveal(endpoint)
         context = {"endpoint": endpoint, "secret": secret, "warning": SECRET_WARNING}
         return no_store(self.page(request, "apps/endpoint_secret.html", context))
 
@@ -259,9 +266,10 @@ class EndpointRecoverPage(AppPageView):
         if not form.is_valid():
             return endpoint_page(self, request, endpoint, recover_form=form, status=400)
         # The dashboard's deliveries are live ones, as its messages are.
-        requeued = endpoint_recover(
-            account=self.access.account, endpoint=endpoint, since=form.cleaned_data["since"], test=False
-        )
+        with self.access.acting(request):
+            requeued = endpoint_recover(
+                account=self.access.account, endpoint=endpoint, since=form.cleaned_data["since"], test=False
+            )
         since = date_format(form.cleaned_data["since"], "M j, Y, H:i")
         if requeued == 1:
             messages.success(request, f"1 delivery that failed since {since} UTC is queued again.")

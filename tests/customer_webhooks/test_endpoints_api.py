@@ -367,6 +367,11 @@ def test_the_secret_is_the_one_that_signs(startup: Client, app: App) -> None:
     assert response.status_code == 200
     assert response.json()["data"] == {"secret": ENDPOINT_SECRET}
     assert endpoint_signing_secrets(endpoint) == [ENDPOINT_SECRET]
+    # Each read is recorded, with the key that read it; never the secret.
+    (read,) = AuditEntry.objects.filter(account=startup.account, action="endpoint.secret_revealed")
+    assert (read.target, read.actor) == ("https://hooks.example.com/*** (app acme)", "holder")
+    assert read.api_key_id is not None
+    assert ENDPOINT_SECRET.removeprefix("whsec_")[:12] not in read.target
 
 
 def test_rotating_answers_a_new_secret_and_the_old_one_signs_beside_it_until_the_overlap_ends(

@@ -14,7 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.models import KeyScope
+from accounts.models import AuditEntry, KeyScope
 from accounts.plans import Plan
 from accounts.selectors import usage_get
 from accounts.services import api_key_create, usage_consume
@@ -334,6 +334,10 @@ def test_recover_requeues_the_endpoints_failed_deliveries_since_a_time_and_publi
     assert Job.objects.get(id=recent[0].id).attempts == 0
     assert sorted(m["args"][0] for m in broker_messages()) == sorted(str(job.id) for job in recent)
     assert _used(startup) == 0  # each took its unit when it was accepted
+    recorded = AuditEntry.objects.filter(account=startup.account, action="endpoint.recovered")
+    assert [(entry.target, entry.api_key_id is not None) for entry in recorded] == [
+        ("https://hooks.example.com/*** (app customer-1)", True)
+    ]
 
 
 def test_recover_by_a_test_key_requeues_test_deliveries_only(startup: Client, app: App) -> None:

@@ -397,7 +397,9 @@ def test_the_secret_is_in_no_page_until_asked_and_then_in_one_no_store_answer(
     assert f'<code class="secret" id="endpoint-secret">{ENDPOINT_SECRET}</code>' in page_html(page)
     assert "Hand this secret to the endpoint's owner only" in page_text(page)
     assert ENDPOINT_SECRET not in browser.get(endpoint_path(endpoint)).content.decode()
-    assert audited(account) == []  # reading changes nothing
+    # Reading changes nothing, but whoever read the secret can sign as NotifyHub does: each reveal is recorded.
+    target = "https://hooks.example.com/*** (app customer-1)"
+    assert audited(account) == [(AuditAction.ENDPOINT_SECRET_REVEALED, "holder", target)]
 
 
 def test_rotating_asks_first_then_shows_the_new_secret_once_the_old_one_signing_for_the_overlap(
@@ -497,6 +499,9 @@ def test_a_holder_recovers_an_endpoints_failed_live_deliveries_since_a_time(
     assert [statuses[job.id] for job in (older, test_one)] == [JobStatus.FAILED] * 2
     again = browser.post(f"{endpoint_path(endpoint)}recover/", {"since": since}, follow=True)
     assert "No delivery to this endpoint failed since" in page_text(again)
+    # The recovery that re-queued two is recorded; the one that found none changed nothing.
+    target = "https://hooks.example.com/*** (app customer-1)"
+    assert audited(account) == [(AuditAction.ENDPOINT_RECOVERED, "holder", target)]
 
 
 @pytest.mark.parametrize(
