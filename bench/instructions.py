@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -28,7 +29,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from bench.accept import EMAIL, SINGLE, Load
+from bench import templates
+from bench.accept import EMAIL, EMAIL_PATH, SINGLE, Load
 from bench.common import BIN, ROOT, VAR_DIR, BenchError, log, option, own_services, revision_tree, table, verdict
 
 HELP = "instructions per accepted send in the web process (valgrind), this code against --against"
@@ -37,16 +39,23 @@ DATABASE = "notifyhub_bench_instructions"
 MIN_SHARE_OF_BEFORE = 0.97
 WARMUP = 40
 # What each side's process runs, from its own tree: only Django and the side's own services, so a revision from before
-# this file works too. SEED makes the account and prints its key; SEND makes WARMUP sends, then $SENDS.
+# this file works too. SEED makes the account (and, given $BENCH_TEMPLATE, saves that template in it) and prints its
+# key; SEND makes WARMUP sends, then $SENDS.
 SEED = """
-import os, django
+import json, os, django
 django.setup()
 from accounts.services import account_create, account_set_monthly_limit, account_set_rate_limit
 account, key = account_create(email="instructions@bench.example", plan="free")
 account_set_monthly_limit(account=account, limit=1_000_000)
 account_set_rate_limit(account=account, rate=1_000_000)
+if os.environ.get("BENCH_TEMPLATE"):
+    from email_templates.services import template_create
+    template_create(account=account, name="Receipt", **json.loads(os.environ["BENCH_TEMPLATE"]))
 print(key)
 """
+# --send template: the templates bench's receipt, sent by its alias with one `data` (bench/templates.py).
+TEMPLATE = {"alias": templates.ALIAS, "subject": templates.SUBJECT, "html": templates.HTML}
+TEMPLATED_FILE = VAR_DIR / "instructions-templated.json"
 SEND = """
 import json, os, subprocess, uuid, django
 django.setup()
@@ -92,13 +101,14 @@ def options(parser: argparse.ArgumentParser) -> None:
     before = "the git revision before the change (HEAD: what is not committed)"
     option(parser, "against", "HEAD", before, env="instructions")
     option(parser, "sends", 200, "sends counted after the warm-up", env="instructions")
-    option(parser, "send", "email", "what a request sends", env="instructions", choices=["webhook", "email"])
+    sends = "what a request sends (template: an email with the templates bench's receipt)"
+    option(parser, "send", "email", sends, env="instructions", choices=["webhook", "email", "template"])
 
 
 def run(args: argparse.Namespace) -> None:
     if shutil.which("valgrind") is None:
         raise BenchError("valgrind is not installed; on Debian/Ubuntu: apt-get install valgrind")
-    load = EMAIL if args.send == "email" else SINGLE
+    load = _templated_load() if args.send == "template" else EMAIL if args.send == "email" else SINGLE
     log(f"instructions: {args.send} sends, {args.sends} counted after {WARMUP}, this code against {args.against}")
     with own_services(args):
         after_side = Side("after", ROOT, args.database_url)
@@ -111,6 +121,14 @@ def run(args: argparse.Namespace) -> None:
     verdict("before/after instructions", f"{share:.1%}", f">= {MIN_SHARE_OF_BEFORE:.0%}", share >= MIN_SHARE_OF_BEFORE)
     extra = after.per_send - before.per_send
     print(f"  after: {extra:+,.0f} instructions a send ({after.per_send / before.per_send - 1:+.2%})")
+
+
+def _templated_load() -> Load:
+    """An email send with the templates bench's receipt and one `data`, which SEED saves when given TEMPLATE."""
+    fields = {"to": templates.RECIPIENT, "template": templates.ALIAS, "data": templates.sample_data(random.Random(0))}
+    TEMPLATED_FILE.parent.mkdir(parents=True, exist_ok=True)
+    TEMPLATED_FILE.write_text(json.dumps(fields))
+    return Load(path=EMAIL_PATH, fields_file=TEMPLATED_FILE)
 
 
 def _url(args: argparse.Namespace, suffix: str) -> str:
@@ -135,8 +153,9 @@ def _migrate(side: Side) -> None:
 
 def _count(side: Side, load: Load, sends: int, against: str) -> Count:
     """Seeds the side's account, then counts ``sends`` of its sends."""
+    template = {"BENCH_TEMPLATE": json.dumps(TEMPLATE)} if load.fields_file == TEMPLATED_FILE else {}
     seeded = subprocess.run(
-        [str(BIN / "python"), "-c", SEED], cwd=side.tree, env=_env(side), capture_output=True, text=True
+        [str(BIN / "python"), "-c", SEED], cwd=side.tree, env=_env(side, **template), capture_output=True, text=True
     )
     if seeded.returncode != 0:
         raise BenchError(f"{side.name}: seeding failed: {seeded.stderr[-500:]}")
