@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LEDGER = ROOT / "docs" / "departures.md"
 PACKAGES = ("notifyhub", "core", "accounts", "notifications", "domains", "webhooks_inbound", "dashboard", "staff")
-PACKAGES += ("providers", "devtools")
+PACKAGES += ("providers", "devtools", "email_templates")
 SQL_STATEMENT = re.compile(
     r"^\s*(SELECT\s.+\sFROM\s|INSERT\s+INTO\s|UPDATE\s+\S+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\()", re.DOTALL
 )

@@ -1,0 +1,99 @@
+"""The engine writes outputs its own way (docs/departures.md, "counted-output"): every template below renders to the
+same text, or stops with the same error, as through python-liquid's own output node and LimitedStringIO with the
+same limits and undefined."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from liquid import BoundTemplate, Environment, RenderContext
+from liquid.exceptions import LiquidError
+
+from email_templates import engine
+
+LIMIT = engine.PART_MAX_CHARS
+DATA: dict[str, Any] = {
+    "name": "Ada <Lovelace> & 'co' \"x\"",
+    "accented": "Élodie, café",
+    "count": 3,
+    "price": 2.5,
+    "gift": True,
+    "nothing": None,
+    "tags": ["a<b", "c&d"],
+    "user": {"name": "Grace", "size": "XL", "first": "primary", "address": {"city": "Zürich"}},
+    "items": [{"name": "Mug <M>", "size": 2}, {"name": "Pen & ink"}],
+    "matrix": [[1, 2], [3, 4]],
+    "key": "name",
+    "ascii_quarter": "x" * (LIMIT // 4),
+    "accented_quarter": "é" * (LIMIT // 8),
+}
+TEMPLATES = [
+    "{{ name }} {{ accented }} {{ count }} {{ price }} {{ gift }} {{ nothing }} {{ tags }}",
+    "{{ user.name }} {{ user.size }} {{ user.first }} {{ user.address.city }} {{ user.address }}",
+    "{{ tags.size }} {{ tags.first }} {{ tags.last }} {{ items.size }} {{ items.first.name }} {{ user.name.size }}",
+    "{{ items[0].name }} {{ items[1]['name'] }} {{ matrix[1][0] }} {{ user[key] }} {{ tags[-1] }}",
+    "{% for item in items %}{{ forloop.index }}:{{ item.name }}{% cycle 'a', 'b' %};{% endfor %}",
+    "{{ name | safe }} {{ name | upcase }} {{ 'lit<>' }} {{ '<b>' | safe }} {{ count | plus: 1 }}",
+    "{% assign local = name %}{{ local }}{% capture c %}<{{ name }}>{% endcapture %}{{ c }}",
+    "{{ user.missing | default: 'none' }} {% if user.missing %}yes{% else %}no{% endif %}",
+    "{{ tags.missing }}",
+    "{{ user.name.first }}",
+    "{{ missing }}",
+    "{{ user.address.city.street }}",
+    "{{ count.size }} {{ price.first }}",
+    "{% for q in (1..4) %}{{ ascii_quarter }}{% endfor %}",
+    "{% for q in (1..5) %}{{ ascii_quarter }}{% endfor %}",
+    "{% for q in (1..4) %}{{ accented_quarter }}{% endfor %}",
+    "{% for q in (1..4) %}{{ accented_quarter }}{% endfor %}é",
+    "{% capture c %}{% for q in (1..5) %}{{ ascii_quarter }}{% endfor %}{% endcapture %}x",
+    "{{ ascii_quarter }}{{ ascii_quarter }}{% capture c %}{{ ascii_quarter }}{{ ascii_quarter }}é{% endcapture %}",
+]
+
+
+class StockTemplate(BoundTemplate):
+    # python-liquid's own context: its buffers for `capture` are LimitedStringIO (no case here nears the engine's
+    # count of every loop together).
+    context_class = RenderContext
+
+
+class StockEnvironment(Environment):
+    """python-liquid's own output node and output stream, with the engine's limits and undefined."""
+
+    block_nesting_limit = engine.BLOCK_NESTING_MAX
+    context_depth_limit = engine.CONTEXT_DEPTH_MAX
+    loop_iteration_limit = engine.LOOP_ITERATIONS_MAX
+    local_namespace_limit = engine.LOCAL_NAMESPACE_MAX_BYTES
+    output_stream_limit = LIMIT
+    template_class = StockTemplate
+
+
+def outcome(template: BoundTemplate) -> str:
+    try:
+        return template.render(**DATA)
+    except (LiquidError, TypeError) as error:
+        return f"{type(error).__name__}: {error}"
+
+
+@pytest.mark.parametrize("autoescape", [True, False], ids=["html", "text"])
+@pytest.mark.parametrize("source", TEMPLATES)
+def test_renders_as_python_liquid_does(source: str, autoescape: bool) -> None:
+    ours = engine.CustomerEnvironment(autoescape=autoescape, undefined=engine.MissingVariable).from_string(source)
+    stock = StockEnvironment(autoescape=autoescape, undefined=engine.MissingVariable).from_string(source)
+
+    assert outcome(ours) == outcome(stock)
+
+
+@pytest.mark.parametrize(
+    ("source", "limited"),
+    [
+        ("{% for q in (1..4) %}{{ ascii_quarter }}{% endfor %}", False),
+        ("{% for q in (1..4) %}{{ ascii_quarter }}{% endfor %}x", True),
+        ("{% for q in (1..4) %}{{ accented_quarter }}{% endfor %}", False),
+        ("{% for q in (1..4) %}{{ accented_quarter }}{% endfor %}é", True),
+    ],
+)
+def test_the_output_limit_counts_utf8_bytes_to_the_last(source: str, limited: bool) -> None:
+    rendered = outcome(engine.HTML_ENVIRONMENT.from_string(source))
+
+    assert rendered.startswith("OutputStreamLimitError") is limited
