@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import functools
 import gc
+import re
 import sys
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from io import StringIO
 from typing import Any, TextIO
@@ -129,14 +130,13 @@ class CustomerTemplate(BoundTemplate):
 class EscapingOutputNode(OutputNode):
     """An output (`{{ ... }}`) as python-liquid writes it, two steps shorter; each output of a render pays them.
 
-    - A name without filters (`{{ user.name }}`, most outputs) is looked up as python-liquid's `RenderContext.get`
-      does, the scope's item and then each segment's, when every lookup finds its item: python-liquid's `get_item`
-      is that item for any name of a segment, as it tries it first (`size`, `first` and `last` too). A lookup that
-      does not find it goes python-liquid's whole way, which gives its undefined or its error.
+    - A name without filters (`{{ user.name }}`, most outputs) is looked up item by item (`_looked_up`), without
+      building its path for `RenderContext.get`; a lookup that does not find it goes python-liquid's whole way,
+      which gives its undefined or its error.
     - A string is escaped straight to a string: python-liquid's `to_liquid_string` escapes through markupsafe's
       `escape`, which wraps the same escaped text in a `Markup` (a Python-level constructor per output) that the
-      output then only writes. Anything but a `str` (a number, a list, a `Markup` the `safe` filter made) goes
-      python-liquid's way.
+      output then only writes; a number is its `str`, which has nothing to escape. Anything else (a boolean, a
+      list, a `Markup` the `safe` filter made) goes python-liquid's way.
     """
 
     __slots__ = ("names",)
@@ -149,19 +149,29 @@ class EscapingOutputNode(OutputNode):
         value = self._value(context)
         if type(value) is str:
             return buffer.write(escaped(value) if context.autoescape else value)
+        if type(value) is int or type(value) is float:
+            # Its `str`, as python-liquid's: digits, a sign, a point, an exponent, `inf` or `nan`, nothing to escape.
+            return buffer.write(str(value))
         return buffer.write(to_liquid_string(value, context.autoescape))
 
     def _value(self, context: RenderContext) -> object:
         if self.names is not None:
             try:
-                value = context.scope[self.names[0]]
-                for name in self.names[1:]:
-                    value = value[name]  # type: ignore[index]
-                return value
-            # What python-liquid's `get` takes for a name it does not find.
+                return _looked_up(context.scope, self.names)
             except (KeyError, TypeError, IndexError):
                 pass
         return self.expression.evaluate(context)
+
+
+def _looked_up(scope: Mapping[str, object], names: Sequence[object]) -> object:
+    """The item of ``names`` in ``scope``, name by name, as python-liquid's `RenderContext.get` finds it when every
+    name is a string and each lookup finds its item: its `get_item` is that item for a string, as it tries it first
+    (`size`, `first` and `last` too). Raises what python-liquid's `get` takes for a name it does not find (KeyError,
+    TypeError, IndexError)."""
+    value: Any = scope[names[0]]  # type: ignore[index]
+    for name in names[1:]:
+        value = value[name]
+    return value
 
 
 def _plain_names(expression: Expression) -> tuple[str, ...] | None:
@@ -200,6 +210,9 @@ TEXT_ENVIRONMENT = CustomerEnvironment(autoescape=False, undefined=MissingVariab
 # No stylesheet is ever fetched or read (https://github.com/Stranger6667/css-inline#configuration): a template
 # cannot make NotifyHub reach a URL or a file. At-rules (`@media`) cannot be inlined and stay in a `<style>`.
 STYLE_INLINER = css_inline.CSSInliner(load_remote_stylesheets=False, keep_at_rules=True)
+# `<style` in any case, found without lowering the whole HTML: no character but ASCII's lowers to any of its
+# letters, so ASCII's cases find what `"<style" in html.lower()` would.
+STYLE_TAG = re.compile("<style", re.IGNORECASE | re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -326,7 +339,7 @@ def _check_subject(subject: str, *, alias: str) -> None:
 
 def _styles_inlined(html: str, *, alias: str) -> str:
     """``html`` with its `<style>` rules copied into the elements they match; as it is without a `<style>`."""
-    if "<style" not in html.lower():
+    if STYLE_TAG.search(html) is None:
         return html
     inlined = STYLE_INLINER.inline(html)
     if len(inlined) > INLINED_HTML_MAX_CHARS:

@@ -18,6 +18,7 @@ DATA: dict[str, Any] = {
     "accented": "Élodie, café",
     "count": 3,
     "price": 2.5,
+    "numbers": {"negative": -12, "big": 1e20, "tiny": -1e-7, "infinite": float("inf"), "zero": -0.0, "no": False},
     "gift": True,
     "nothing": None,
     "tags": ["a<b", "c&d"],
@@ -30,6 +31,7 @@ DATA: dict[str, Any] = {
 }
 TEMPLATES = [
     "{{ name }} {{ accented }} {{ count }} {{ price }} {{ gift }} {{ nothing }} {{ tags }}",
+    "{% for n in numbers %}{{ n[1] }},{% endfor %} {{ numbers.big }} {{ numbers.no }} {{ count | plus: 0.5 }}",
     "{{ user.name }} {{ user.size }} {{ user.first }} {{ user.address.city }} {{ user.address }}",
     "{{ tags.size }} {{ tags.first }} {{ tags.last }} {{ items.size }} {{ items.first.name }} {{ user.name.size }}",
     "{{ items[0].name }} {{ items[1]['name'] }} {{ matrix[1][0] }} {{ user[key] }} {{ tags[-1] }}",
