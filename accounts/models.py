@@ -15,6 +15,8 @@ from providers.names import ProviderName
 
 # The most requests a minute per key an account may be given: a rate limit still, and within the column.
 MAX_RATE_LIMIT = 1_000_000
+# The longest product name the holder may give its customers (Account.product_name).
+PRODUCT_NAME_MAX_LENGTH = 100
 
 
 def today() -> date:
@@ -49,6 +51,9 @@ class Account(models.Model):
     # read with the API key: a web process keeps the templates it resolved while it is the same
     # (docs/templates.md, "Sending with a template").
     templates_stamp = models.UUIDField(null=True, blank=True, editable=False)
+    # The holder's product as its customers know it, on every page of the consumer portal; blank: the portal names
+    # none (docs/customer-webhooks.md, "Consumer portal"). The database's default lets the release before it insert.
+    product_name = models.CharField(max_length=PRODUCT_NAME_MAX_LENGTH, blank=True, default="", db_default="")
 
     def __str__(self) -> str:
         return f"{self.user.email} ({self.plan})"
@@ -214,6 +219,7 @@ class AuditAction(models.TextChoices):
     # Not a change, but whoever read the secret can sign as NotifyHub does.
     ENDPOINT_SECRET_REVEALED = "endpoint.secret_revealed", "Endpoint secret revealed"
     ENDPOINT_RECOVERED = "endpoint.recovered", "Endpoint deliveries recovered"
+    PORTAL_LINK_CREATED = "portal_link.created", "Portal link created"
     PLAN_CHANGED = "plan.changed", "Plan changed"
     # The monthly limit or the rate limit: the target says which (docs/rules.md, "Audit log").
     LIMIT_CHANGED = "limit.changed", "Limit changed"
@@ -231,7 +237,7 @@ class AuditEntry(models.Model):
 
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="audit_entries")
     action = models.CharField(max_length=32, choices=AuditAction.choices)
-    # "holder", "operator" or "staff:<username>" (core/actor.py).
+    # "holder", "operator", "staff:<username>" or "portal:<app uid or id>" (core/actor.py).
     actor = models.CharField(max_length=160)
     # A key's name, a provider, a domain, an endpoint's URL (credentials masked), an address, a plan, a limit; empty
     # for what the account has one of (its signing secret, itself).

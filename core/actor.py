@@ -1,7 +1,8 @@
 """Who makes a change, and from which address, for the account audit log (docs/rules.md, "Audit log").
 
 Each request's middleware says so for the request's time: staff (``staff:<username>``) on the admin site and the
-admin endpoints, the account holder (``holder``) everywhere else, the dashboard and API keys alike, with the
+admin endpoints, the holder's customer (``portal:<app>``) on the consumer portal's pages, which say so with
+``acting_as``, the account holder (``holder``) everywhere else, the dashboard and API keys alike, with the
 client's address and, when an API key authenticated the request, which key. A change made outside any request, by
 a manage.py command or in the Django shell, is the operator's, with no address. The value lives in a context
 variable (one per thread and per asyncio task), so concurrent requests never mix, and it is worked out only when a
@@ -30,9 +31,14 @@ def staff(username: str) -> str:
     return f"staff:{username}"
 
 
+def portal(app: str) -> str:
+    """The holder's customer on the consumer portal of the app whose uid (or id) is ``app``."""
+    return f"portal:{app}"
+
+
 @dataclass(frozen=True)
 class Actor:
-    # "holder", "operator" or "staff:<username>".
+    # "holder", "operator", "staff:<username>" or "portal:<app>".
     name: str
     # The client's address; None outside a request.
     ip: str | None

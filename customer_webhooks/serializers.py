@@ -204,3 +204,14 @@ class EndpointListSerializer(serializers.Serializer):
 class EndpointSecretSerializer(serializers.Serializer):
     # `whsec_` and base64: the key Standard Webhooks' libraries take as it is.
     secret = serializers.CharField()
+
+
+# A portal link takes nothing: the body may be left out, or be `{}`; any field in it is refused as unknown.
+class PortalLinkRequestSerializer(BodySerializer):
+    pass
+
+
+class PortalLinkSerializer(serializers.Serializer):
+    # The link to hand the app's customer; a bearer secret until it expires.
+    url = serializers.URLField()
+    expiresAt = IsoDateTimeField(source="expires_at")

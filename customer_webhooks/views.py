@@ -14,6 +14,7 @@ from core.api.pages import PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
 from core.errors import AppNotFound, AppUidTaken, EndpointLimit, EndpointNotFound
 from customer_webhooks.models import ENDPOINTS_PER_APP, Endpoint
+from customer_webhooks.portal import portal_link_create
 from customer_webhooks.selectors import app_get, app_list, endpoint_get, endpoint_list
 from customer_webhooks.serializers import (
     EVENT_TYPE_RULE,
@@ -27,6 +28,8 @@ from customer_webhooks.serializers import (
     EndpointSecretSerializer,
     EndpointSerializer,
     EndpointUpdateRequestSerializer,
+    PortalLinkRequestSerializer,
+    PortalLinkSerializer,
 )
 from customer_webhooks.services import (
     app_create,
@@ -297,3 +300,39 @@ class EndpointSecretRotateView(ApiKeyView):
     def post(self, request: Request, app: str, endpoint_id: str) -> Response:
         secret = endpoint_secret_rotate(_endpoint_of(request, app, endpoint_id))
         return Response(EndpointSecretSerializer({"secret": secret}).data)
+
+
+class PortalLinkView(ApiKeyView):
+    # The link opens the app's live endpoints and secrets to whoever holds it: a live key of scope `full` makes one.
+    key_scopes = {"POST": CHANGES}
+    key_modes = {"POST": LIVE_ONLY}
+
+    @extend_schema(
+        operation_id="apps_portal_create",
+        summary="Make a consumer portal link",
+        description=(
+            "A link to hand the app's customer, who opens with it, with no account of their own, the app's pages: "
+            "its endpoints (added, changed, disabled, deleted), each endpoint's secret (revealed, rotated), and the "
+            "recent messages with each delivery's attempts. Nothing else of the account's is reachable from it. "
+            "It works until `expiresAt` (an hour unless the service is set otherwise), and so does the session it "
+            "opens; whoever holds it may use it until then, so hand it over as you would a password. The body may "
+            "be left out or be `{}`."
+        ),
+        # It takes no field, so the document shows no body; one sent all the same must be `{}`.
+        request=None,
+        responses={
+            201: PortalLinkSerializer,
+            **error_responses(
+                *BODY_ERRORS,
+                404,
+                descriptions={
+                    400: ErrorAnswer("The body holds a field: the operation takes none.", *BODY_REFUSALS),
+                    404: APP_NOT_FOUND,
+                },
+            ),
+        },
+    )
+    def post(self, request: Request, app: str) -> Response:
+        PortalLinkRequestSerializer(data=request.data).is_valid(raise_exception=True)
+        link = portal_link_create(app=app_get(account=request_account(request), app=app))
+        return Response(PortalLinkSerializer(link).data, status=201)

@@ -123,6 +123,14 @@ def attempt_rounds(job: Job) -> list[AttemptRound]:
     return [AttemptRound(number=number, logs=logs) for number, logs in enumerate(rounds, start=1)]
 
 
+def delivery_logs_by_job(job_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[DeliveryLog]]:
+    """The delivery logs of each of ``job_ids``, in time order, in one query (a message's deliveries' attempts)."""
+    logs: dict[uuid.UUID, list[DeliveryLog]] = {job_id: [] for job_id in job_ids}
+    for log in DeliveryLog.objects.filter(job_id__in=job_ids).order_by("created_at", "attempt"):
+        logs[log.job_id].append(log)
+    return logs
+
+
 def job_payload_for_owner(job: Job) -> dict[str, Any]:
     """The payload as the job's owner sent it: a webhook's secret header values decrypted back in place.
 

@@ -452,6 +452,8 @@ JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 15, minimum=3)
 JOB_REQUEUE_AFTER_SECONDS = env_int("JOB_REQUEUE_AFTER_SECONDS", 300, minimum=1)
 # How long a rotated-out signing secret keeps signing beside the new one (docs/delivery-engine.md); 0: not at all.
 SIGNING_SECRET_OVERLAP_SECONDS = env_int("SIGNING_SECRET_OVERLAP_SECONDS", 24 * 3600, minimum=0)
+# How long a consumer portal link, and the session it opens, lasts (docs/customer-webhooks.md, "Consumer portal").
+PORTAL_LINK_SECONDS = env_int("PORTAL_LINK_SECONDS", 3600, minimum=60)
 # How late a scheduled retry may be before the sweeper re-sends it.
 JOB_RETRY_GRACE_SECONDS = env_int("JOB_RETRY_GRACE_SECONDS", 30, minimum=0)
 

@@ -42,6 +42,9 @@ APP_MODULES_SHARED |= {"unsubscribe"}
 # (``messages``: the services sending, reading and recovering an app's messages, docs/customer-webhooks.md; the
 # dashboard's apps pages read and recover them.)
 APP_MODULES_SHARED |= {"messages"}
+# (``portal``: the consumer portal's links and sessions, which the dashboard's portal pages read,
+# docs/customer-webhooks.md.)
+APP_MODULES_SHARED |= {"portal"}
 
 
 def _import_statements(package: str) -> Iterator[tuple[Path, ast.Import | ast.ImportFrom]]:

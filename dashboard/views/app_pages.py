@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from django.conf import settings
@@ -27,7 +27,7 @@ from accounts.models import Account
 from core.actor import acting_as, request_actor
 from core.errors import DomainError, EndpointNotFound, MessageNotFound
 from customer_webhooks.messages import endpoint_recover, message_get, message_list
-from customer_webhooks.models import ENDPOINTS_PER_APP, App, Endpoint
+from customer_webhooks.models import ENDPOINTS_PER_APP, App, Endpoint, Message
 from customer_webhooks.selectors import endpoint_get, endpoint_list
 from customer_webhooks.services import (
     endpoint_create,
@@ -40,19 +40,28 @@ from dashboard.forms import EndpointForm, EndpointRecoverForm, PageForm
 from dashboard.views.base import no_store
 from dashboard.views.paging import numbered_pages
 from notifications.engine.app_endpoints import FAILING, GONE
+from notifications.selectors import delivery_logs_by_job
+from notifications.services import job_retry
 
 MESSAGES_PER_PAGE = 25
-SECRET_WARNING = (
-    "Hand this secret to the endpoint's owner only: whoever holds it can sign deliveries to this endpoint as "
-    "NotifyHub does. This page is not kept: reveal the secret again when you need it."
-)
+SECRET_WARNINGS = {
+    "holder": (
+        "Hand this secret to the endpoint's owner only: whoever holds it can sign deliveries to this endpoint as "
+        "NotifyHub does. This page is not kept: reveal the secret again when you need it."
+    ),
+    "customer": (
+        "Keep this secret on the server that receives the deliveries only: whoever holds it can sign deliveries to "
+        "this endpoint. This page is not kept: reveal the secret again when you need it."
+    ),
+}
 
 
 @dataclass(frozen=True)
 class AppAccess:
     """One app and who acts on it. ``root`` is the app's page, the other pages' URLs below it; ``base_template``
     the page around them, with its navigation. ``app_edit_url``, ``app_delete_url`` and ``jobs_url`` lead where
-    the reader renames or deletes the app and reads a delivery's job: None where the reader may not."""
+    the reader renames or deletes the app and reads a delivery's job: None where the reader may not. ``reader`` is
+    whom the pages' words address: the app's holder, or the customer the app is for (the consumer portal)."""
 
     account: Account
     app: App
@@ -63,6 +72,7 @@ class AppAccess:
     app_edit_url: str | None = None
     app_delete_url: str | None = None
     jobs_url: str | None = None
+    reader: Literal["holder", "customer"] = "holder"
 
     @contextmanager
     def acting(self, request: HttpRequest) -> Iterator[None]:
@@ -232,7 +242,7 @@ class EndpointSecretPage(AppPageView):
         endpoint = self.access.endpoint(endpoint_id)
         with self.access.acting(request):
             secret = endpoint_secret_reveal(endpoint)
-        context = {"endpoint": endpoint, "secret": secret, "warning": SECRET_WARNING}
+        context = {"endpoint": endpoint, "secret": secret, "warning": SECRET_WARNINGS[self.access.reader]}
         return no_store(self.page(request, "apps/endpoint_secret.html", context))
 
 
@@ -247,7 +257,8 @@ class EndpointRotatePage(AppPageView):
         endpoint = self.access.endpoint(endpoint_id)
         with self.access.acting(request):
             secret = endpoint_secret_rotate(endpoint)
-        context = {"endpoint": endpoint, "secret": secret, "warning": SECRET_WARNING, "rotated": True, **_overlap()}
+        warning = SECRET_WARNINGS[self.access.reader]
+        context = {"endpoint": endpoint, "secret": secret, "warning": warning, "rotated": True, **_overlap()}
         return no_store(self.page(request, "apps/endpoint_secret.html", context))
 
 
@@ -280,17 +291,43 @@ class EndpointRecoverPage(AppPageView):
         return redirect(self.access.endpoint_url(endpoint))
 
 
+def _live_message(access: AppAccess, message_id: UUID) -> Message:
+    """The app's live message of this id; another app's, a test message or none is the 404 page."""
+    try:
+        return message_get(app=access.app, message_id=str(message_id), test=False)
+    except MessageNotFound as error:
+        raise Http404(error.message) from None
+
+
 class MessagePage(AppPageView):
-    """One live message: its payload and each delivery (endpoint, status, attempts, next attempt)."""
+    """One live message: its payload and each delivery (endpoint, status, attempts one by one, next attempt)."""
 
     def get(self, request: HttpRequest, message_id: UUID) -> HttpResponse:
-        try:
-            message = message_get(app=self.access.app, message_id=str(message_id), test=False)
-        except MessageNotFound as error:
-            raise Http404(error.message) from None
+        message = _live_message(self.access, message_id)
         # A delivery goes with its endpoint (deleting one deletes the other), so each has its endpoint here.
         endpoints = {endpoint.id: endpoint for endpoint in endpoint_list(app=self.access.app)}
-        deliveries = [(job, endpoints[job.endpoint_id]) for job in message.deliveries.all() if job.endpoint_id]
+        jobs = [(job, endpoints[job.endpoint_id]) for job in message.deliveries.all() if job.endpoint_id]
+        logs = delivery_logs_by_job([job.id for job, _ in jobs])
+        deliveries = [(job, endpoint, logs[job.id]) for job, endpoint in jobs]
         payload = json.dumps(message.payload, indent=2, ensure_ascii=False)
         context = {"message": message, "payload": payload, "deliveries": deliveries}
         return self.page(request, "apps/message.html", context)
+
+
+class DeliveryResendPage(AppPageView):
+    """POST only, a failed delivery's `Resend` button: queues it again as Retry Job does (attempts from zero, its
+    logs kept, the quota's rules the same)."""
+
+    def post(self, request: HttpRequest, message_id: UUID, job_id: UUID) -> HttpResponse:
+        message = _live_message(self.access, message_id)
+        if not any(job.id == job_id for job in message.deliveries.all()):
+            raise Http404("Delivery not found")
+        message_url = f"{self.access.root}messages/{message.id}/"
+        try:
+            with self.access.acting(request):
+                job_retry(account=self.access.account, job_id=str(job_id), test=False)
+        except DomainError as error:  # no longer failed, or the month's quota spent
+            messages.error(request, error.message)
+        else:
+            messages.success(request, "The delivery is queued again: its attempts start over.")
+        return redirect(f"{message_url}#deliveries")

@@ -164,3 +164,7 @@ class EndpointRecoverView(HolderAppPage, app_pages.EndpointRecoverPage):
 
 class MessageView(HolderAppPage, app_pages.MessagePage):
     """One message and its deliveries."""
+
+
+class DeliveryResendView(HolderAppPage, app_pages.DeliveryResendPage):
+    """POST only, a failed delivery's `Resend` button."""

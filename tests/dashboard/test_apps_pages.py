@@ -469,7 +469,8 @@ def test_a_message_page_shows_each_delivery_and_links_its_job(holder: Holder, ap
     text, html = page_text(page), page_html(page)
     assert "Message invoice.paid" in text
     assert '"invoice": "in_1"' in text
-    assert text.count("https://hooks.example.com/customer") == 1
+    # Its delivery's row, then the heading of its attempts.
+    assert text.count("https://hooks.example.com/customer") == 2
     assert "https://other.example/in" not in text
     assert "2 of 8" in text
     assert "503 Service Unavailable" in text

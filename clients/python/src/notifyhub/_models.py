@@ -442,3 +442,12 @@ class EndpointRecovered:
     """How many of the endpoint's failed deliveries a recover queued again."""
 
     requeued: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PortalLink:
+    """A link to an app's consumer portal, for that app's customer: whoever holds it manages the app's endpoints
+    until ``expires_at``, so hand it over as you would a password."""
+
+    url: str
+    expires_at: datetime

@@ -41,6 +41,7 @@ from ._models import (
     JobStatus,
     JobSummary,
     JobType,
+    PortalLink,
     Priority,
     Provider,
     RefusedItem,
@@ -477,6 +478,12 @@ class Apps(Resource[TransportT]):
         ago), as ``jobs.retry`` does each: after re-enabling an endpoint, what it missed."""
         body = {"since": _body_value(since)}
         return route.call(reading(EndpointRecovered), path={"app": app, "endpoint_id": endpoint_id}, body=body)
+
+    @operation("POST", "/api/v1/apps/{app}/portal")
+    def portal(route: Route, app: str) -> Call[PortalLink]:
+        """A link to the app's consumer portal, for its customer to manage their endpoints, read their secrets and
+        see what was sent to them, valid an hour (unless the service is set otherwise)."""
+        return route.call(reading(PortalLink), path={"app": app}, body={})
 
     @operation("POST", "/api/v1/apps/{app}/messages")
     def send_message(
