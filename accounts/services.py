@@ -202,6 +202,16 @@ def account_set_plan(*, account: Account, plan: str) -> Account:
     return account
 
 
+@transaction.atomic
+def account_set_product_name(*, account: Account, product_name: str) -> Account:
+    """Names the holder's product on the consumer portal's pages (blank: none); the same name records nothing."""
+    if product_name != account.product_name:
+        account.product_name = product_name
+        account.save(update_fields=["product_name"])
+        audit_record(account=account, action=AuditAction.PRODUCT_NAME_CHANGED, target=product_name)
+    return account
+
+
 MONTHLY_LIMIT_MESSAGE = MonthlyLimitInvalid.message
 # An audit entry's target when staff give an account back its plan's quota.
 PLAN_QUOTA = "plan's quota"

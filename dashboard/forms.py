@@ -15,7 +15,7 @@ from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.template.loader import render_to_string
 from rest_framework import serializers
 
-from accounts.models import API_KEY_NAME_MAX_LENGTH, KeyMode, KeyScope
+from accounts.models import API_KEY_NAME_MAX_LENGTH, PRODUCT_NAME_MAX_LENGTH, KeyMode, KeyScope
 from core.api.exceptions import ApiError
 from core.api.fields import (
     EMAIL_MAX_LENGTH,
@@ -149,6 +149,26 @@ class ConfirmPasswordForm(forms.Form):
 
 
 # --- The API keys page --------------------------------------------------------------------------
+
+
+class ProductNameForm(forms.Form):
+    """The holder's product name, shown to its customers on the consumer portal; blank names none."""
+
+    product_name = forms.CharField(
+        label="Product name (optional)",
+        required=False,
+        max_length=PRODUCT_NAME_MAX_LENGTH,
+        widget=forms.TextInput(attrs={"placeholder": "Acme Cloud", "autocomplete": "organization"}),
+        help_text="Your customers see it on every page of the consumer portal, which they open from the links you "
+        "make for them (POST /api/v1/apps/<app>/portal). Blank: the portal names no product.",
+        error_messages={"max_length": f"Enter at most {PRODUCT_NAME_MAX_LENGTH} characters."},
+    )
+
+    def clean_product_name(self) -> str:
+        name = str(self.cleaned_data["product_name"])
+        if not name.isprintable():
+            raise forms.ValidationError("Enter the name on one line, without control characters.")
+        return name
 
 
 class ApiKeyCreateForm(forms.Form):

@@ -13,10 +13,10 @@ from django.views.generic import TemplateView
 
 from accounts.models import DEFAULT_KEY_NAME, MAX_ACTIVE_API_KEYS, KeyMode, KeyScope
 from accounts.selectors import active_api_key, active_api_keys, configured_providers, usage_get
-from accounts.services import account_delete, api_key_create, api_key_revoke
+from accounts.services import account_delete, account_set_product_name, api_key_create, api_key_revoke
 from core.errors import DomainError, NotPermitted
 from dashboard.chart import outcome_chart
-from dashboard.forms import ApiKeyCreateForm, ConfirmPasswordForm
+from dashboard.forms import ApiKeyCreateForm, ConfirmPasswordForm, ProductNameForm
 from dashboard.views.base import HolderView, no_store
 from domains.models import DomainStatus
 from domains.selectors import domain_get
@@ -140,11 +140,22 @@ class ApiKeyView(HolderView, View):
         return render(request, self.template_name, context, status=status)
 
 
-class AccountView(HolderView, TemplateView):
+class AccountView(HolderView, View):
+    """The account's facts, and the product name its customers see on the consumer portal, saved by POST."""
+
     template_name = "dashboard/account.html"
 
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        return {**super().get_context_data(**kwargs), "account": self.account}
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = ProductNameForm(initial={"product_name": self.account.product_name})
+        return render(request, self.template_name, {"account": self.account, "form": form})
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = ProductNameForm(request.POST)
+        if not form.is_valid():
+            return render(request, self.template_name, {"account": self.account, "form": form}, status=400)
+        account_set_product_name(account=self.account, product_name=form.cleaned_data["product_name"])
+        messages.success(request, "Product name saved: the consumer portal's pages show it.")
+        return redirect("account")
 
 
 class AccountDeleteView(HolderView, View):

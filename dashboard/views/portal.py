@@ -4,9 +4,10 @@ for the customer the app is for, who has no NotifyHub account, opened from a sig
 
 Opening the link (``/portal/<token>/``) checks it, gives the browser a session of its own, a signed cookie
 ``notifyhub_portal`` sent to ``/portal/`` only and ending when the link does, and redirects to ``/portal/``: past
-that answer the token is in no URL the browser keeps or sends as a ``Referer``, and every portal answer says
-``Referrer-Policy: no-referrer`` besides. The session names one app and reaches nothing else: every page below
-``/portal/`` is that app's, and the app pages' own checks make another app's endpoint or message the refusal page.
+that answer the token is in no URL the browser keeps or sends as a ``Referer``; the link's answers say
+``Referrer-Policy: no-referrer``, the pages ``same-origin`` (``PAGE_REFERRER_POLICY``). The session names one app
+and reaches nothing else: every page below ``/portal/`` is that app's, and the app pages' own checks make another
+app's endpoint or message the refusal page.
 It is apart from the dashboard's session (a holder signed in to the dashboard in the same browser keeps theirs);
 Django's CSRF check, which keeps its token in a cookie of its own, guards every form as on the dashboard.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
@@ -36,33 +37,41 @@ REFUSED = "portal/refused.html"
 EXPIRED = "portal/expired.html"
 
 
-def _portal_answer(response: HttpResponseBase) -> HttpResponseBase:
-    """Every portal answer: no page it loads or links to learns where it came from."""
-    response["Referrer-Policy"] = "no-referrer"
+# The portal's pages: no request to another site carries a Referer. Not ``no-referrer``: under it a browser posts a
+# form with ``Origin: null``, which Django's CSRF check refuses; and no page's URL holds a token.
+PAGE_REFERRER_POLICY = "same-origin"
+# The link's answers, whose URL holds the token: no request they lead to (the redirect, a stylesheet) carries one.
+LINK_REFERRER_POLICY = "no-referrer"
+
+
+def _with_policy(response: HttpResponseBase, policy: str) -> HttpResponseBase:
+    response["Referrer-Policy"] = policy
     return response
 
 
-def _refused(request: HttpRequest, status: int, account: Account | None = None) -> HttpResponseBase:
+def _refused(request: HttpRequest, status: int, account: Account | None = None) -> HttpResponse:
     """The refusal, with no detail: a link or session NotifyHub did not sign, an app or account deleted since, or
     (inside a session) an endpoint or message that is not the app's."""
     context = {"product_name": account.product_name if account else "", "in_session": account is not None}
-    return _portal_answer(render(request, REFUSED, context, status=status))
+    return render(request, REFUSED, context, status=status)
 
 
-def _expired(request: HttpRequest, grant: PortalGrant) -> HttpResponseBase:
+def _expired(request: HttpRequest, grant: PortalGrant) -> HttpResponse:
     """A link or session whose time is up: the page says to ask for a new link, naming whom to ask."""
     account = portal_account(grant)
-    context = {"product_name": account.product_name if account else ""}
-    return _portal_answer(render(request, EXPIRED, context, status=403))
+    return render(request, EXPIRED, {"product_name": account.product_name if account else ""}, status=403)
 
 
 class PortalOpenView(View):
     """GET ``/portal/<token>/``: the link. Checked, it opens the session and redirects to the portal's first page."""
 
     def get(self, request: HttpRequest, token: str) -> HttpResponseBase:
+        return _with_policy(self._answer(request, token), LINK_REFERRER_POLICY)
+
+    def _answer(self, request: HttpRequest, token: str) -> HttpResponseBase:
         refusal = bad_link_refusal(request, LIMITED_AS)
         if refusal is not None:
-            return _portal_answer(refusal)
+            return refusal
         grant = portal_grant_read(token)
         if grant is None:
             bad_link_count(request, LIMITED_AS)
@@ -84,7 +93,7 @@ class PortalOpenView(View):
             samesite="Lax",
         )
         response["Cache-Control"] = "no-store"
-        return _portal_answer(response)
+        return response
 
 
 class PortalPage:
@@ -95,6 +104,9 @@ class PortalPage:
     app: App
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return _with_policy(self._answer(request, *args, **kwargs), PAGE_REFERRER_POLICY)
+
+    def _answer(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         grant = portal_grant_read(request.COOKIES.get(SESSION_COOKIE, ""), salt=SESSION_SALT)
         if grant is None:
             return _refused(request, 403)
@@ -105,10 +117,10 @@ class PortalPage:
             return _refused(request, 404)
         self.app = app
         try:
-            response = super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+            response: HttpResponseBase = super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
         except Http404:
             return _refused(request, 404, app.account)
-        return _portal_answer(response)
+        return response
 
     def app_access(self, kwargs: dict[str, Any]) -> AppAccess:
         return AppAccess(

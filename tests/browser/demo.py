@@ -42,6 +42,8 @@ DEMO_TEMPLATE_ALIAS = "password-reset"
 # Sample data for the demo's password-reset template, as a holder would type it on the preview page.
 DEMO_TEMPLATE_DATA = '{"name": "Ada", "link": "https://acme.example.com/reset/9f2c4e"}'
 # The app (one of the holder's customers) and the message whose pages pages.py shows: fixed ids, as the job's.
+# The holder's product as its customers know it, on the consumer portal's pages.
+DEMO_PRODUCT_NAME = "Umbrella Payments"
 DEMO_APP_ID = UUID("3f6b2a1c-8d4e-4f70-a1b2-c3d4e5f60718")
 DEMO_MESSAGE_ID = UUID("9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d")
 
@@ -101,6 +103,8 @@ class DemoHolder:
 
 def demo_holder_create(*, email: str = DEMO_EMAIL, password: str = DEMO_PASSWORD) -> DemoHolder:
     account, _api_key = account_create(email=email, plan=Plan.STARTUP, password=password)
+    Account.objects.filter(id=account.id).update(product_name=DEMO_PRODUCT_NAME)
+    account.product_name = DEMO_PRODUCT_NAME
     with acting_as(HOLDER, DEMO_IP):
         _api_keys(account)
         for provider in DEMO_RECORDS:
@@ -333,8 +337,12 @@ def _apps(account: Account) -> None:
         "error_message": "503 Service Unavailable",
         "next_attempt_at": now + timedelta(minutes=24),
     }
+    attempts = {
+        billing.id: [{"status": "success", "error_message": None, "response_status": 200, "duration_ms": 84}],
+        erp.id: [{"response_status": 503, "duration_ms": 1204}, {"response_status": 503, "duration_ms": 988}],
+    }
     for endpoint, fields in [(billing, delivered), (erp, retrying)]:
-        JobFactory(
+        job = JobFactory(
             account=account,
             message=message,
             endpoint=endpoint,
@@ -343,3 +351,6 @@ def _apps(account: Account) -> None:
             created_at=message.created_at,
             **fields,
         )
+        for number, attempt in enumerate(attempts[endpoint.id], start=1):
+            made = message.created_at + timedelta(minutes=number)
+            DeliveryLogFactory(job=job, attempt=number, created_at=made, **attempt)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from playwright.sync_api import Locator, Page, expect
 
+from customer_webhooks.models import App
+from customer_webhooks.portal import portal_link_create
 from tests.browser.demo import DEMO_APP_ID, DEMO_JOB_ID, DEMO_MESSAGE_ID, DEMO_TEMPLATE_ALIAS, DEMO_TEMPLATE_DATA
 
 # The narrowest screen the pages are checked at: a phone's.
@@ -59,6 +63,8 @@ class PageSpec:
     signed_in: bool
     # What to do once the page is open, before it is looked at (e.g. press a button to show a secret).
     then: Callable[[Page], None] | None = None
+    # A consumer portal page: a portal link of the demo app is opened first, for the portal's session.
+    portal: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -87,6 +93,10 @@ PAGES = [
     PageSpec("app-endpoint", f"/dashboard/apps/{DEMO_APP_ID}/", signed_in=True, then=_open_demo_endpoint),
     PageSpec("app-endpoint-secret", f"/dashboard/apps/{DEMO_APP_ID}/", signed_in=True, then=_reveal_demo_secret),
     PageSpec("app-message", f"/dashboard/apps/{DEMO_APP_ID}/messages/{DEMO_MESSAGE_ID}/", signed_in=True),
+    PageSpec("portal", "/portal/", signed_in=False, portal=True),
+    PageSpec("portal-endpoint", "/portal/", signed_in=False, portal=True, then=_open_demo_endpoint),
+    PageSpec("portal-endpoint-secret", "/portal/", signed_in=False, portal=True, then=_reveal_demo_secret),
+    PageSpec("portal-message", f"/portal/messages/{DEMO_MESSAGE_ID}/", signed_in=False, portal=True),
     PageSpec("account", "/dashboard/account/", signed_in=True),
     PageSpec("audit", "/dashboard/audit/", signed_in=True),
     PageSpec("password-change", "/dashboard/account/password/", signed_in=True),
@@ -96,6 +106,8 @@ PAGES = [
 
 def open_page(page: Page, spec: PageSpec) -> None:
     """Opens the page (the caller signed in first when ``spec.signed_in``) and checks it is itself, styled."""
+    if spec.portal:
+        portal_open(page, App.objects.get(id=DEMO_APP_ID))
     response = page.goto(spec.path)
     assert response is not None
     assert response.status == 200, f"{spec.path} answered {response.status}"
@@ -103,6 +115,12 @@ def open_page(page: Page, spec: PageSpec) -> None:
     if spec.then is not None:
         spec.then(page)
     expect_styled(page)
+
+
+def portal_open(page: Page, app: App) -> None:
+    """Follows a new portal link of ``app``, as its customer would: the page lands on the portal with its session."""
+    page.goto(urlsplit(portal_link_create(app=app).url).path)
+    expect(page).to_have_url(re.compile(r"/portal/$"))
 
 
 def expect_styled(page: Page) -> None:
