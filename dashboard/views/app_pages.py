@@ -324,8 +324,7 @@ class DeliveryResendPage(AppPageView):
             raise Http404("Delivery not found")
         message_url = f"{self.access.root}messages/{message.id}/"
         try:
-            with self.access.acting(request):
-                job_retry(account=self.access.account, job_id=str(job_id), test=False)
+            job_retry(account=self.access.account, job_id=str(job_id), test=False)
         except DomainError as error:  # no longer failed, or the month's quota spent
             messages.error(request, error.message)
         else:

@@ -3,8 +3,8 @@ for the customer the app is for, who has no NotifyHub account, opened from a sig
 ``POST /api/v1/apps/<app>/portal`` (customer_webhooks/portal.py).
 
 Opening the link (``/portal/<token>/``) checks it, gives the browser a session of its own, a signed cookie
-``notifyhub_portal`` sent to ``/portal/`` only and ending when the link does, and redirects to ``/portal/``: past
-that answer the token is in no URL the browser keeps or sends as a ``Referer``; the link's answers say
+``notifyhub_portal`` sent to ``/portal/`` only, ending when the link does, and redirects to ``/portal/``: past that
+answer the token is in no URL the browser keeps or sends as a ``Referer``; the link's answers say
 ``Referrer-Policy: no-referrer``, the pages ``same-origin`` (``PAGE_REFERRER_POLICY``). The session names one app
 and reaches nothing else: every page below ``/portal/`` is that app's, and the app pages' own checks make another
 app's endpoint or message the refusal page.
@@ -84,7 +84,8 @@ class PortalOpenView(View):
         response.set_cookie(
             SESSION_COOKIE,
             grant.sign(SESSION_SALT),
-            expires=grant.expires_at,
+            # A browser session's cookie: the expiry signed in it ends the portal's session, and a page then says
+            # so, naming whom to ask for a new link (a cookie the browser dropped would leave it nothing to name).
             path=reverse("portal"),
             secure=settings.SESSION_COOKIE_SECURE,
             httponly=True,

@@ -74,6 +74,7 @@ def test_the_link_opens_a_session_of_its_own_and_redirects_to_a_url_without_the_
     assert opened_link["Cache-Control"] == "no-store"
     cookie = opened_link.cookies[SESSION_COOKIE]
     assert (cookie["path"], cookie["httponly"], cookie["samesite"]) == (PORTAL, True, "Lax")
+    assert (cookie["expires"], cookie["max-age"]) == ("", "")  # the browser's session; the expiry is signed in it
     assert "sessionid" not in opened_link.cookies
     page = browser.get(PORTAL)
     assert page.status_code == 200
