@@ -160,7 +160,7 @@ class ProductNameForm(forms.Form):
         max_length=PRODUCT_NAME_MAX_LENGTH,
         widget=forms.TextInput(attrs={"placeholder": "Acme Cloud", "autocomplete": "organization"}),
         help_text="Your customers see it on every page of the consumer portal, which they open from the links you "
-        "make for them (POST /api/v1/apps/<app>/portal). Blank: the portal names no product.",
+        "make for them (POST /api/v1/apps/{app}/portal). Blank: the portal names no product.",
         error_messages={"max_length": f"Enter at most {PRODUCT_NAME_MAX_LENGTH} characters."},
     )
 

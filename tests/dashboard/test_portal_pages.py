@@ -354,7 +354,9 @@ def test_every_form_needs_its_csrf_token(app: App, endpoint: Endpoint) -> None:
 def test_the_holder_names_its_product_on_the_account_page_and_the_portal_shows_it(app: App, account: Account) -> None:
     holder = Browser()
     holder.force_login(account.user)
-    assert 'value="Acme Cloud"' in page_html(holder.get("/dashboard/account/"))
+    form = holder.get("/dashboard/account/")
+    assert 'value="Acme Cloud"' in page_html(form)
+    assert "links you make for them (POST /api/v1/apps/{app}/portal)" in page_text(form)
 
     saved = holder.post("/dashboard/account/", {"product_name": "Globex Webhooks Hub"})
 
