@@ -14,6 +14,7 @@ from django.test import Client as Browser
 from django.utils import timezone
 
 from accounts.models import Account, AuditEntry
+from accounts.services import account_delete
 from customer_webhooks.messages import message_send
 from customer_webhooks.models import App, Endpoint
 from customer_webhooks.portal import LINK_SALT, SESSION_SALT, PortalGrant, portal_link_create
@@ -148,6 +149,15 @@ def test_a_deleted_app_closes_its_sessions_and_links(app: App) -> None:
     path = link_path(app)
     browser = opened(app)
     app.delete()
+
+    assert browser.get(PORTAL).status_code == 404
+    assert Browser().get(path).status_code == 404
+
+
+def test_a_deleted_account_closes_its_portals(app: App, account: Account) -> None:
+    path = link_path(app)
+    browser = opened(app)
+    account_delete(account=account)
 
     assert browser.get(PORTAL).status_code == 404
     assert Browser().get(path).status_code == 404
