@@ -53,9 +53,9 @@ LOST_TASK_SEARCH_MAX_QUEUE = 10_000
 # A record that the database refused is tried again after these pauses, doubling, while the lease lasts.
 RECORD_RETRY_FIRST_PAUSE = 0.25
 RECORD_RETRY_MAX_PAUSE = 2.0
-# A delivery's wait for its endpoint's turn longer than this is not sent as a countdown (docs/customer-webhooks.md,
-# "Rate limit").
-PACED_COUNTDOWN_MAX_SECONDS = 5
+# A job's wait for its next claim longer than this (a retry's delay, a delivery's wait for its endpoint's turn) is not
+# sent as a countdown but left to the dispatcher (docs/delivery-engine.md, "The dispatcher").
+COUNTDOWN_MAX_SECONDS = 5
 # A job whose attempt was under way when a worker died this often fails instead of trying again:
 # the job itself may be what kills the worker (a crash in a library, memory running out).
 WORKER_DEATHS_ALLOWED = 3
@@ -125,11 +125,10 @@ def _wait_for_turn(job: Job, *, seconds: float) -> None:
     goes on to other deliveries (docs/customer-webhooks.md, "Rate limit"). A short wait's task is sent for then; a
     longer one is left to the dispatcher."""
     turn = timezone.now() + timedelta(seconds=seconds)
-    counted_down = seconds <= _paced_countdown_max()
+    counted_down = _counted_down(seconds)
     # Counted down: pending and published, as far as the sweeper can tell, at its turn, so were its task lost the
-    # sweeper's search for lost tasks finds it 5 s after (docs/delivery-engine.md, "The sweeper"). Otherwise due for
-    # the dispatcher a tick and a second before its turn, which publishes its task then, counted down to the turn.
-    requeue_at = turn + _seconds("JOB_REQUEUE_AFTER_SECONDS") if counted_down else turn - _paced_dispatch_lead()
+    # sweeper's search for lost tasks finds it 5 s after (docs/delivery-engine.md, "The sweeper").
+    requeue_at = turn + _seconds("JOB_REQUEUE_AFTER_SECONDS") if counted_down else _dispatched_at(turn)
     waiting = NextState.paced(turn, attempts=job.attempts, error=job.error_message, requeue_at=requeue_at)
     try:
         put_back = store.put_back(job, waiting=waiting)
@@ -144,16 +143,24 @@ def _wait_for_turn(job: Job, *, seconds: float) -> None:
         job_enqueue(job_id=job.id, priority=Priority.HIGH, countdown=seconds)
 
 
-def _paced_dispatch_lead() -> timedelta:
-    """How long before its turn a delivery whose wait was too long to count down is due for the dispatcher: a tick
-    within it publishes the task, counted down to the turn."""
+def _counted_down(seconds: float) -> bool:
+    """Whether a job's wait of ``seconds`` for its next claim is sent as its task's countdown; a longer one is left
+    to the dispatcher (`_dispatched_at`). A worker holds a countdown's task in its memory until it is due, and the
+    Redis transport hands an unacknowledged task to another worker again after its visibility timeout (an hour), so
+    neither a slow limit's backlog nor a retry hours away is held there. The dispatcher's own countdown, its lead,
+    is always within it."""
+    return seconds <= max(COUNTDOWN_MAX_SECONDS, _dispatch_lead().total_seconds())
+
+
+def _dispatched_at(due: datetime) -> datetime:
+    """When a job whose wait until ``due`` is not counted down is due for the dispatcher: its lead before, so that a
+    tick publishes its task then, counted down to ``due`` (`_publish_due`)."""
+    return due - _dispatch_lead()
+
+
+def _dispatch_lead() -> timedelta:
+    """How long before its time a job left to the dispatcher is due for it: a tick and a second."""
     return timedelta(seconds=settings.JOB_DISPATCH_INTERVAL_SECONDS + 1)
-
-
-def _paced_countdown_max() -> float:
-    """The longest wait for a turn sent as a countdown: the broker's worker holds a countdown's task in its memory
-    until it is due, so a slow limit's backlog is left to the dispatcher (whose own countdown is its lead)."""
-    return max(PACED_COUNTDOWN_MAX_SECONDS, _paced_dispatch_lead().total_seconds())
 
 
 def _stopped(claim: store.Claim) -> AttemptOutcome | None:
@@ -252,7 +259,9 @@ def _retry_delay(outcome: AttemptOutcome, *, attempt: int, max_attempts: int, de
 
 
 def _next_state(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetime) -> NextState:
-    return next_state_after(outcome, attempt=attempt, max_attempts=job.max_attempts, delays=_delays(job), now=now)
+    return next_state_after(
+        outcome, attempt=attempt, max_attempts=job.max_attempts, delays=_delays(job), now=now, far_retry_dispatched=True
+    )
 
 
 def _delays(job: Job) -> Sequence[int]:
@@ -264,22 +273,30 @@ def _delays(job: Job) -> Sequence[int]:
 
 
 def next_state_after(
-    outcome: AttemptOutcome, *, attempt: int, max_attempts: int, delays: Sequence[int], now: datetime
+    outcome: AttemptOutcome,
+    *,
+    attempt: int,
+    max_attempts: int,
+    delays: Sequence[int],
+    now: datetime,
+    far_retry_dispatched: bool = False,
 ) -> NextState:
     """Where attempt number ``attempt`` leaves its row: completed, failed for good, or waiting ``delays`` for the
-    next of ``max_attempts``. A job's and an event delivery's (event_endpoints) alike."""
+    next of ``max_attempts``. A job's and an event delivery's (event_endpoints) alike.
+
+    A retry is due for the dispatcher JOB_RETRY_GRACE_SECONDS after its time, should its task be lost; with
+    ``far_retry_dispatched`` (a job's), one too far off to count down (`_counted_down`) is due for it ahead of its
+    time instead, and published then: no task is sent for it now (`job_record_attempt`).
+    """
     if outcome.delivered:
         return NextState.completed(attempts=attempt, at=now)
     delay = _retry_delay(outcome, attempt=attempt, max_attempts=max_attempts, delays=delays)
     if delay is None:
         return NextState.failed(attempts=attempt, at=now, error=outcome.error_message)
     due = now + timedelta(seconds=delay)
-    return NextState.retry_at(
-        due,
-        attempts=attempt,
-        error=outcome.error_message,
-        requeue_at=due + _seconds("JOB_RETRY_GRACE_SECONDS"),
-    )
+    dispatched = far_retry_dispatched and not _counted_down(delay)
+    requeue_at = _dispatched_at(due) if dispatched else due + _seconds("JOB_RETRY_GRACE_SECONDS")
+    return NextState.retry_at(due, attempts=attempt, error=outcome.error_message, requeue_at=requeue_at)
 
 
 def job_record_attempt(*, job: Job, outcome: AttemptOutcome, emits_events: bool = False) -> str | None:
@@ -312,7 +329,8 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome, emits_events: bool 
         transaction.on_commit(finished_jobs_announce_soon)
     if next_state.next_attempt_at is not None:
         delay = (next_state.next_attempt_at - now).total_seconds()
-        transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))
+        if _counted_down(delay):  # one further off is the dispatcher's to publish (next_state_after)
+            transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))
     return str(next_state.status)
 
 
@@ -344,9 +362,9 @@ def jobs_dispatch(*, batch_size: int = 1000) -> int:
 
 
 def _publish_due(due: Sequence[tuple[UUID, int, datetime | None]], *, now: datetime) -> None:
-    """Publishes the due jobs' tasks. One due before its lock ends (a delivery waiting for its endpoint's turn, made
-    due ahead of it) goes on the first step with a countdown to that end: its claim comes at its time, neither
-    refused before it nor kept past it by the queue."""
+    """Publishes the due jobs' tasks. One due before its lock ends (a delivery waiting for its endpoint's turn or a
+    retry, too far off to count down and made due ahead of it) goes on the first step with a countdown to that end:
+    its claim comes at its time, neither refused before it nor kept past it by the queue."""
     jobs_enqueue([(job_id, priority) for job_id, priority, until in due if until is None or until <= now])
     for job_id, _, until in due:
         if until is not None and until > now:

@@ -21,7 +21,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Model, Q, QuerySet
+from django.db.models import Case, DateTimeField, F, Model, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from accounts.models import Account, SigningSecret, UsagePeriod
@@ -498,17 +498,22 @@ def take_due_for_requeue(
     *, now: datetime, next_requeue_at: datetime, batch_size: int
 ) -> Sequence[tuple[UUID, int, datetime | None]]:
     """Unfinished jobs whose requeue time has passed, as (id, priority, locked_until), each pushed to
-    ``next_requeue_at``."""
+    ``next_requeue_at``; a retry made due ahead of its time (too far off to count down, docs/delivery-engine.md,
+    "The dispatcher") to that time + JOB_RETRY_GRACE_SECONDS instead, as a retry whose task went out at its record."""
     unfinished = Job.objects.filter(status__in=UNFINISHED)
     fields = ("id", "priority", "locked_until")
-    return take_due(unfinished, *fields, now=now, next_requeue_at=next_requeue_at, batch_size=batch_size)
+    grace = timedelta(seconds=settings.JOB_RETRY_GRACE_SECONDS)
+    retry_ahead = When(status=JobStatus.PROCESSING, locked_until__gt=now, then=F("locked_until") + grace)
+    pushed = Case(retry_ahead, default=Value(next_requeue_at), output_field=DateTimeField())
+    return take_due(unfinished, *fields, now=now, next_requeue_at=pushed, batch_size=batch_size)
 
 
 def take_due(
-    unfinished: QuerySet[Any], *fields: str, now: datetime, next_requeue_at: datetime, batch_size: int
+    unfinished: QuerySet[Any], *fields: str, now: datetime, next_requeue_at: datetime | Case, batch_size: int
 ) -> list[tuple[Any, ...]]:
     """The rows of ``unfinished`` whose requeue time has passed, oldest first, as ``fields`` (the primary key
-    first), each pushed to ``next_requeue_at``: jobs, or event deliveries (event_endpoints).
+    first), each pushed to ``next_requeue_at`` (a time, or an expression of the row): jobs, or event deliveries
+    (event_endpoints).
 
     Two runs at once (a dispatcher tick that outlasts its interval, the sweeper's) take different rows: each locks
     the rows it takes until it has moved them, and passes over those another holds.

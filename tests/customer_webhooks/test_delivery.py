@@ -21,8 +21,8 @@ from core.crypto import encrypt
 from core.pacing import GO_NOW, RedisPacer
 from customer_webhooks.models import App, Endpoint, Message
 from event_endpoints.models import Event
-from notifications.engine.processing import job_process, jobs_dispatch
-from notifications.engine.queue import jobs_enqueue
+from notifications.engine.processing import job_process, jobs_dispatch, jobs_sweep
+from notifications.engine.queue import BROKER_PRIORITY, jobs_enqueue
 from notifications.models import Job, JobStatus, JobType
 from tests.conftest import Client, free_port, wait_for_job
 from tests.event_endpoints.test_event_delivery import arrivals_at, subscribe
@@ -369,6 +369,65 @@ def test_a_long_wait_for_a_turn_is_left_to_the_dispatcher_not_held_by_a_worker_a
     (published,) = broker_messages()
     assert (published["args"], published["priority"]) == ([str(last.id)], 0)
     assert published["eta"] == pytest.approx(last.locked_until, abs=timedelta(seconds=0.1))
+
+
+def test_a_retry_minutes_away_is_left_to_the_dispatcher_and_one_seconds_away_is_counted_down(
+    free: Client,
+    receiver: Receiver,
+    delivery_settings: Any,
+    broker_messages: Messages,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    # The default waits: 5 s before attempt 2, the longest countdown; 5 min before attempt 3, past it.
+    delivery_settings.MESSAGE_RETRY_DELAYS = [5, 300, 1800]
+    receiver.script("/down", Reply(status=503), Reply(status=503))
+    app = app_of(free)
+    _, (job,) = deliveries(app, endpoint_at(app, receiver, "/down"), published=False)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job_process(job_id=job.id)
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.PROCESSING, 1)
+    assert job.next_attempt_at is not None
+    assert job.requeue_at == job.next_attempt_at + timedelta(seconds=30)
+    (counted_down,) = broker_messages()
+    assert (counted_down["args"], counted_down["priority"]) == ([str(job.id)], BROKER_PRIORITY[job.priority])
+    assert counted_down["eta"] == pytest.approx(job.next_attempt_at, abs=timedelta(seconds=0.1))
+
+    Job.objects.filter(id=job.id).update(locked_until=timezone.now())  # its countdown ran out
+    before = timezone.now()
+    with django_capture_on_commit_callbacks(execute=True):
+        job_process(job_id=job.id)
+
+    job.refresh_from_db()
+    assert broker_messages() == []
+    assert (job.status, job.attempts) == (JobStatus.PROCESSING, 2)
+    assert job.next_attempt_at is not None
+    assert round((job.next_attempt_at - before).total_seconds()) == 300
+    assert job.locked_until == job.next_attempt_at
+    assert job.requeue_at == job.next_attempt_at - timedelta(seconds=2)
+    # Waiting, it is no lost task to the sweeper (nothing queued), nor due for the dispatcher.
+    assert jobs_sweep() == 0
+    assert Job.objects.get(id=job.id).requeue_at == job.requeue_at
+    assert broker_messages() == []
+
+    # Its time moved to a second from now, and so its requeue_at: the dispatcher publishes it, counted down to it.
+    due = timezone.now() + timedelta(seconds=1)
+    Job.objects.filter(id=job.id).update(next_attempt_at=due, locked_until=due, requeue_at=due - timedelta(seconds=2))
+    assert jobs_dispatch() == 1
+
+    (published,) = broker_messages()
+    assert (published["args"], published["priority"]) == ([str(job.id)], 0)
+    assert published["eta"] == pytest.approx(due, abs=timedelta(seconds=0.1))
+    # Due for the dispatcher again as a retry published at its record is: should the task be lost, after the grace.
+    assert Job.objects.get(id=job.id).requeue_at == due + timedelta(seconds=30)
+    time.sleep((due - timezone.now()).total_seconds())
+    job_process(job_id=job.id)
+
+    done = Job.objects.get(id=job.id)
+    assert (done.status, done.attempts, done.next_attempt_at, done.requeue_at) == (JobStatus.COMPLETED, 3, None, None)
+    assert [arrival.headers["X-Webhook-Attempt"] for arrival in receiver.wait_for(3)] == ["1", "2", "3"]
 
 
 def test_pacing_lets_everything_through_while_redis_is_down_and_says_so_once(caplog: Any) -> None:

@@ -18,7 +18,7 @@ from accounts.selectors import signing_secrets_decrypt
 from accounts.services import signing_secret_generate
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.engine.processing import job_claim, job_process, job_record_attempt, jobs_sweep
-from notifications.engine.queue import job_enqueue
+from notifications.engine.queue import BROKER_PRIORITY, job_enqueue
 from notifications.models import DeliveryLog, Job, JobStatus, JobType
 from tests.conftest import Client, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
@@ -92,6 +92,30 @@ def test_a_finished_job_is_never_claimed(free: Client, receiver: Receiver, deliv
 
     assert Job.objects.get(id=job.id).status == JobStatus.COMPLETED
     assert len(receiver.arrivals) == 1
+
+
+def test_a_webhook_retry_seconds_away_is_published_at_once_counted_down_at_the_jobs_priority(
+    free: Client,
+    receiver: Receiver,
+    delivery_settings: Any,
+    broker_messages: Callable[[], list[dict[str, Any]]],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    receiver.script("/hook", Reply(status=503))
+    job = lost_job(free, receiver)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job_process(job_id=job.id)
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.PROCESSING, 1)
+    assert job.next_attempt_at is not None
+    assert job.locked_until == job.next_attempt_at
+    assert job.requeue_at == job.next_attempt_at + timedelta(seconds=settings.JOB_RETRY_GRACE_SECONDS)
+    (message,) = broker_messages()
+    assert (message["args"], message["priority"]) == ([str(job.id)], BROKER_PRIORITY[job.priority])
+    assert message["eta"] == pytest.approx(job.next_attempt_at, abs=timedelta(seconds=0.1))
+    assert (job.next_attempt_at - timezone.now()).total_seconds() == pytest.approx(1, abs=0.5)
 
 
 def test_a_claim_takes_the_job_in_one_statement_and_returns_it_as_stored(free: Client) -> None:
