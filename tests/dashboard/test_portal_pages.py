@@ -279,7 +279,7 @@ def test_the_customer_reveals_and_rotates_the_secret(app: App, account: Account,
     assert rotated.status_code == 200
     assert "New signing secret" in page_text(rotated)
     assert ENDPOINT_SECRET not in page_text(rotated)
-    assert portal_entries(account) == [("endpoint.secret_rotated", ACTOR)]
+    assert portal_entries(account) == [("endpoint.secret_revealed", ACTOR), ("endpoint.secret_rotated", ACTOR)]
 
 
 def test_another_apps_endpoint_or_message_is_refused_and_left_alone(app: App, account: Account) -> None:
