@@ -220,6 +220,7 @@ class AuditAction(models.TextChoices):
     ENDPOINT_SECRET_REVEALED = "endpoint.secret_revealed", "Endpoint secret revealed"
     ENDPOINT_RECOVERED = "endpoint.recovered", "Endpoint deliveries recovered"
     PORTAL_LINK_CREATED = "portal_link.created", "Portal link created"
+    PORTAL_LINKS_REVOKED = "portal_links.revoked", "Portal links revoked"
     PRODUCT_NAME_CHANGED = "product_name.changed", "Product name changed"
     PLAN_CHANGED = "plan.changed", "Plan changed"
     # The monthly limit or the rate limit: the target says which (docs/rules.md, "Audit log").

@@ -50,6 +50,9 @@ class App(models.Model):
     uid = models.CharField(max_length=UID_MAX_LENGTH, null=True, blank=True)
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     created_at = models.DateTimeField(default=timezone.now)
+    # Every consumer portal link made up to this time, and every session opened with one, is ended (the holder's
+    # `End portal sessions`); null: none ended (docs/customer-webhooks.md, "Consumer portal").
+    portal_revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -1,12 +1,13 @@
 """The consumer portal's links and sessions (docs/customer-webhooks.md, "Consumer portal").
 
-A link is ``<PUBLIC_URL>/portal/<token>/``. The token is the JSON ``[app id, account id, expiry]`` (the expiry in
-Unix seconds), base64url, a ``.``, and its HMAC-SHA256 under a key derived from ``SECRET_KEY`` with a salt of its own
-(``django.core.signing``): no part can be changed, another app named or the expiry moved, without the signature
-failing. It holds its expiry rather than the time it was signed, so ``expiresAt`` is exactly when it stops working,
-whatever ``PORTAL_LINK_SECONDS`` is set to meanwhile. Opening it gives the browser a session cookie of the same three
-values signed under another salt (a cookie is not a link), which ends at the same time: the expiry in it is checked
-on every request.
+A link is ``<PUBLIC_URL>/portal/<token>/``. The token is the JSON ``[app id, account id, issued, expiry]`` (the time
+it was made in Unix microseconds, the expiry in Unix seconds), base64url, a ``.``, and its HMAC-SHA256 under a key
+derived from ``SECRET_KEY`` with a salt of its own (``django.core.signing``): no part can be changed, another app
+named or the expiry moved, without the signature failing. It holds its expiry, so ``expiresAt`` is exactly when it
+stops working whatever ``PORTAL_LINK_SECONDS`` is set to meanwhile, and the time it was made, which the app's
+``portal_revoked_at`` is compared with: the holder's revoke ends every link made up to then. Opening it gives the
+browser a session cookie of the same four values signed under another salt (a cookie is not a link), which ends when
+the link does: the expiry and the revoke are checked on every request.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.core import signing
+from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -34,23 +36,32 @@ SESSION_SALT = "notifyhub.customer_webhooks.portal-session"
 TOKEN_SEPARATOR = "."
 # A token longer than any NotifyHub signs is refused unread.
 TOKEN_MAX_LENGTH = 300
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
 class PortalGrant:
-    """What a link or a session opens: one app of one account, until ``expires_at``."""
+    """What a link or a session opens: one app of one account, from ``issued_at`` until ``expires_at`` or the app's
+    links are revoked, whichever comes first."""
 
     app_id: UUID
     account_id: int
+    issued_at: datetime
     expires_at: datetime
 
     @property
     def expired(self) -> bool:
         return timezone.now() >= self.expires_at
 
+    def revoked(self, app: App) -> bool:
+        """Whether the holder ended the app's links since this one was made (a link made in the same microsecond
+        as the revoke is taken as made before it)."""
+        return app.portal_revoked_at is not None and self.issued_at <= app.portal_revoked_at
+
     def sign(self, salt: str) -> str:
+        issued = _microseconds(self.issued_at)
         expiry = int(self.expires_at.timestamp())
-        return _signer(salt).sign_object([self.app_id.hex, self.account_id, expiry])
+        return _signer(salt).sign_object([self.app_id.hex, self.account_id, issued, expiry])
 
 
 @dataclass(frozen=True)
@@ -63,11 +74,17 @@ def _signer(salt: str) -> signing.Signer:
     return signing.Signer(salt=salt, sep=TOKEN_SEPARATOR)
 
 
+def _microseconds(moment: datetime) -> int:
+    """Unix microseconds, exact: a float's seconds would round a microsecond away."""
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
 def portal_link_create(*, app: App) -> PortalLink:
     """A link to the app's portal, valid PORTAL_LINK_SECONDS from now, recorded in the account's audit log (the
     link itself never is: it is a bearer secret)."""
-    expires_at = timezone.now().replace(microsecond=0) + timedelta(seconds=settings.PORTAL_LINK_SECONDS)
-    grant = PortalGrant(app_id=app.id, account_id=app.account_id, expires_at=expires_at)
+    issued_at = timezone.now()
+    expires_at = issued_at.replace(microsecond=0) + timedelta(seconds=settings.PORTAL_LINK_SECONDS)
+    grant = PortalGrant(app_id=app.id, account_id=app.account_id, issued_at=issued_at, expires_at=expires_at)
     audit_record(account=app.account, action=AuditAction.PORTAL_LINK_CREATED, target=app.uid or str(app.id))
     return PortalLink(url=public_url(reverse("portal-open", args=[grant.sign(LINK_SALT)])), expires_at=expires_at)
 
@@ -82,11 +99,25 @@ def portal_grant_read(token: str, *, salt: str = LINK_SALT) -> PortalGrant | Non
     except signing.BadSignature:
         return None
     match signed:
-        case [str(app_id), int(account_id), int(expiry)]:
+        case [str(app_id), int(account_id), int(issued), int(expiry)]:
             return PortalGrant(
-                app_id=UUID(hex=app_id), account_id=account_id, expires_at=datetime.fromtimestamp(expiry, tz=UTC)
+                app_id=UUID(hex=app_id),
+                account_id=account_id,
+                issued_at=EPOCH + timedelta(microseconds=issued),
+                expires_at=datetime.fromtimestamp(expiry, tz=UTC),
             )
     return None
+
+
+@transaction.atomic
+def portal_links_revoke(*, app: App) -> datetime:
+    """Ends every link of the app made until now, and every session opened with one, before they expire; recorded
+    in the account's audit log. Links made afterwards work. Returns the time they are ended at."""
+    revoked_at = timezone.now()
+    App.objects.filter(id=app.id).update(portal_revoked_at=revoked_at)
+    app.portal_revoked_at = revoked_at
+    audit_record(account=app.account, action=AuditAction.PORTAL_LINKS_REVOKED, target=app.uid or str(app.id))
+    return revoked_at
 
 
 def portal_account(grant: PortalGrant) -> Account | None:

@@ -206,8 +206,9 @@ class EndpointSecretSerializer(serializers.Serializer):
     secret = serializers.CharField()
 
 
-# A portal link takes nothing: the body may be left out, or be `{}`; any field in it is refused as unknown.
-class PortalLinkRequestSerializer(BodySerializer):
+# Making a portal link and revoking the links take nothing: the body may be left out, or be `{}`; any field in it
+# is refused as unknown.
+class PortalRequestSerializer(BodySerializer):
     pass
 
 
@@ -215,3 +216,8 @@ class PortalLinkSerializer(serializers.Serializer):
     # The link to hand the app's customer; a bearer secret until it expires.
     url = serializers.URLField()
     expiresAt = IsoDateTimeField(source="expires_at")
+
+
+class PortalRevokedSerializer(serializers.Serializer):
+    # Every link of the app made up to this time, and every session opened with one, is ended.
+    revokedAt = IsoDateTimeField(source="revoked_at")

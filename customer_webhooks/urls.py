@@ -21,6 +21,7 @@ urlpatterns = [
         name="app-endpoint-recover",
     ),
     path("/<str:app>/portal", views.PortalLinkView.as_view(), name="app-portal"),
+    path("/<str:app>/portal/revoke", views.PortalRevokeView.as_view(), name="app-portal-revoke"),
     path("/<str:app>/messages", message_views.MessagesView.as_view(), name="app-message-list"),
     path("/<str:app>/messages/<str:message_id>", message_views.MessageView.as_view(), name="app-message-detail"),
 ]

@@ -14,7 +14,7 @@ from core.api.pages import PageQuery, page_parameters
 from core.api.schema import BODY_REFUSALS, QUERY_REFUSED, ErrorAnswer, error_responses
 from core.errors import AppNotFound, AppUidTaken, EndpointLimit, EndpointNotFound
 from customer_webhooks.models import ENDPOINTS_PER_APP, Endpoint
-from customer_webhooks.portal import portal_link_create
+from customer_webhooks.portal import portal_link_create, portal_links_revoke
 from customer_webhooks.selectors import app_get, app_list, endpoint_get, endpoint_list
 from customer_webhooks.serializers import (
     EVENT_TYPE_RULE,
@@ -28,8 +28,9 @@ from customer_webhooks.serializers import (
     EndpointSecretSerializer,
     EndpointSerializer,
     EndpointUpdateRequestSerializer,
-    PortalLinkRequestSerializer,
     PortalLinkSerializer,
+    PortalRequestSerializer,
+    PortalRevokedSerializer,
 )
 from customer_webhooks.services import (
     app_create,
@@ -333,6 +334,39 @@ class PortalLinkView(ApiKeyView):
         },
     )
     def post(self, request: Request, app: str) -> Response:
-        PortalLinkRequestSerializer(data=request.data).is_valid(raise_exception=True)
+        PortalRequestSerializer(data=request.data).is_valid(raise_exception=True)
         link = portal_link_create(app=app_get(account=request_account(request), app=app))
         return Response(PortalLinkSerializer(link).data, status=201)
+
+
+class PortalRevokeView(ApiKeyView):
+    # Who may open the app's portal may close it: a live key of scope `full`, as for a link.
+    key_scopes = {"POST": CHANGES}
+    key_modes = {"POST": LIVE_ONLY}
+
+    @extend_schema(
+        operation_id="apps_portal_revoke",
+        summary="End the app's consumer portal links and sessions",
+        description=(
+            "Ends, before they expire, every consumer portal link made for the app until now and every session "
+            "opened with one, for a link handed to the wrong person: such a link, or a page of such a session, "
+            "answers that the link has expired and to ask for a new one. Links made afterwards work. `revokedAt` is "
+            "the time they are ended at. The body may be left out or be `{}`."
+        ),
+        request=None,
+        responses={
+            200: PortalRevokedSerializer,
+            **error_responses(
+                *BODY_ERRORS,
+                404,
+                descriptions={
+                    400: ErrorAnswer("The body holds a field: the operation takes none.", *BODY_REFUSALS),
+                    404: APP_NOT_FOUND,
+                },
+            ),
+        },
+    )
+    def post(self, request: Request, app: str) -> Response:
+        PortalRequestSerializer(data=request.data).is_valid(raise_exception=True)
+        revoked_at = portal_links_revoke(app=app_get(account=request_account(request), app=app))
+        return Response(PortalRevokedSerializer({"revoked_at": revoked_at}).data)

@@ -90,6 +90,8 @@ urlpatterns = [
     path("dashboard/apps/<uuid:app_id>/", apps.AppView.as_view(), name="app"),
     path("dashboard/apps/<uuid:app_id>/edit/", apps.AppEditView.as_view(), name="app-edit"),
     path("dashboard/apps/<uuid:app_id>/delete/", apps.AppDeleteView.as_view(), name="app-delete"),
+    path("dashboard/apps/<uuid:app_id>/portal-link/", apps.AppPortalLinkView.as_view(), name="app-portal-link"),
+    path("dashboard/apps/<uuid:app_id>/portal-revoke/", apps.AppPortalRevokeView.as_view(), name="app-portal-revoke"),
     # One app's pages below its own (dashboard/views/app_pages.py): their templates name them from the app's URL.
     path(
         "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/", apps.EndpointView.as_view(), name="app-endpoint"

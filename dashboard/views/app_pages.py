@@ -59,8 +59,9 @@ SECRET_WARNINGS = {
 @dataclass(frozen=True)
 class AppAccess:
     """One app and who acts on it. ``root`` is the app's page, the other pages' URLs below it; ``base_template``
-    the page around them, with its navigation. ``app_edit_url``, ``app_delete_url`` and ``jobs_url`` lead where
-    the reader renames or deletes the app and reads a delivery's job: None where the reader may not. ``reader`` is
+    the page around them, with its navigation. ``app_edit_url``, ``app_delete_url``, ``portal_link_url``,
+    ``portal_revoke_url`` and ``jobs_url`` lead where the reader renames or deletes the app, makes a consumer portal
+    link or ends them, and reads a delivery's job: None where the reader may not. ``reader`` is
     whom the pages' words address: the app's holder, or the customer the app is for (the consumer portal)."""
 
     account: Account
@@ -71,6 +72,8 @@ class AppAccess:
     base_template: str
     app_edit_url: str | None = None
     app_delete_url: str | None = None
+    portal_link_url: str | None = None
+    portal_revoke_url: str | None = None
     jobs_url: str | None = None
     reader: Literal["holder", "customer"] = "holder"
 

@@ -16,12 +16,13 @@ from accounts.models import Account
 from core.actor import HOLDER
 from core.errors import AppNotFound, AppUidTaken
 from customer_webhooks.models import App
+from customer_webhooks.portal import portal_link_create, portal_links_revoke
 from customer_webhooks.selectors import app_get, app_list
 from customer_webhooks.services import app_create, app_delete, app_update
 from dashboard.forms import AppForm, PageForm
 from dashboard.views import app_pages
 from dashboard.views.app_pages import AppAccess
-from dashboard.views.base import HolderView
+from dashboard.views.base import HolderView, no_store
 from dashboard.views.paging import numbered_pages
 
 APPS_PER_PAGE = 25
@@ -109,6 +110,34 @@ class AppDeleteView(HolderView, View):
         return redirect("apps")
 
 
+class AppPortalLinkView(HolderView, View):
+    """POST only, the `Portal link` button: a new consumer portal link, made and audited as the API makes it, shown in
+    this answer alone, which no cache keeps (never in a URL or a message: it is a bearer secret)."""
+
+    def post(self, request: HttpRequest, app_id: UUID) -> HttpResponse:
+        app = _holder_app(self.account, app_id)
+        link = portal_link_create(app=app)
+        return no_store(render(request, "dashboard/app_portal_link.html", {"app": app, "link": link}))
+
+
+class AppPortalRevokeView(HolderView, View):
+    """GET asks to confirm, POST ends every portal link of the app made until now and the sessions opened with them,
+    as the API's revoke does."""
+
+    def get(self, request: HttpRequest, app_id: UUID) -> HttpResponse:
+        return render(request, "dashboard/app_portal_revoke.html", {"app": _holder_app(self.account, app_id)})
+
+    def post(self, request: HttpRequest, app_id: UUID) -> HttpResponse:
+        app = _holder_app(self.account, app_id)
+        portal_links_revoke(app=app)
+        messages.success(
+            request,
+            f"The portal links of app {app.name} made until now are ended, with their sessions: links you "
+            "make from now on work.",
+        )
+        return redirect(reverse("app", args=[app.id]) + "#portal")
+
+
 class HolderAppPage(HolderView):
     """An app page of the holder's, for any of its apps, by the ``app_id`` in the URL; changes are the holder's."""
 
@@ -122,6 +151,8 @@ class HolderAppPage(HolderView):
             base_template="base.html",
             app_edit_url=reverse("app-edit", args=[app.id]),
             app_delete_url=reverse("app-delete", args=[app.id]),
+            portal_link_url=reverse("app-portal-link", args=[app.id]),
+            portal_revoke_url=reverse("app-portal-revoke", args=[app.id]),
             jobs_url=reverse("jobs"),
         )
 

@@ -57,7 +57,8 @@ def _refused(request: HttpRequest, status: int, account: Account | None = None) 
 
 
 def _expired(request: HttpRequest, grant: PortalGrant) -> HttpResponse:
-    """A link or session whose time is up: the page says to ask for a new link, naming whom to ask."""
+    """A link or session whose time is up, or which the holder ended (`End portal sessions`): the page says to ask
+    for a new link, naming whom to ask."""
     account = portal_account(grant)
     return render(request, EXPIRED, {"product_name": account.product_name if account else ""}, status=403)
 
@@ -78,8 +79,11 @@ class PortalOpenView(View):
             return _refused(request, 404)
         if grant.expired:
             return _expired(request, grant)
-        if portal_app(grant) is None:
+        app = portal_app(grant)
+        if app is None:
             return _refused(request, 404)
+        if grant.revoked(app):
+            return _expired(request, grant)
         response = redirect("portal")
         response.set_cookie(
             SESSION_COOKIE,
@@ -99,8 +103,8 @@ class PortalOpenView(View):
 
 class PortalPage:
     """A portal page: the session's app, reached through an ``AppAccess`` whose changes are ``portal:<app>``'s. No
-    session is 403, one whose time is up the page saying so, an app deleted since and any id that is not the app's
-    the 404 refusal."""
+    session is 403, one whose time is up or whose links the holder ended the page saying so, an app deleted since and
+    any id that is not the app's the 404 refusal."""
 
     app: App
 
@@ -116,6 +120,8 @@ class PortalPage:
         app = portal_app(grant)
         if app is None:
             return _refused(request, 404)
+        if grant.revoked(app):
+            return _expired(request, grant)
         self.app = app
         try:
             response: HttpResponseBase = super().dispatch(request, *args, **kwargs)  # type: ignore[misc]

@@ -91,6 +91,7 @@ OPERATIONS: dict[tuple[str, str], tuple[list[dict[str, list[str]]], set[int]]] =
     ("/api/v1/apps/{app}/endpoints/{endpoint_id}/secret", "get"): (KEY_ONLY, EVERY_CALLER | {404}),
     ("/api/v1/apps/{app}/endpoints/{endpoint_id}/secret/rotate", "post"): (KEY_ONLY, EVERY_CALLER | {404, 411}),
     ("/api/v1/apps/{app}/portal", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {404}),
+    ("/api/v1/apps/{app}/portal/revoke", "post"): (KEY_ONLY, EVERY_CALLER | WITH_BODY | {404}),
     ("/api/v1/user/usage", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/audit", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),
     ("/api/v1/user/dashboard", "get"): (ACCOUNT_HOLDER, EVERY_CALLER),

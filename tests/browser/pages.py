@@ -56,6 +56,12 @@ def _reveal_demo_secret(page: Page) -> None:
     expect(page.locator("code#endpoint-secret")).to_be_visible()
 
 
+def _make_portal_link(page: Page) -> None:
+    """A new portal link of the demo app, made by its button and shown once."""
+    page.get_by_role("button", name="Portal link").click()
+    expect(page.get_by_role("heading", name="Portal link")).to_be_visible()
+
+
 @dataclass(frozen=True)
 class PageSpec:
     name: str
@@ -93,6 +99,8 @@ PAGES = [
     PageSpec("app-endpoint", f"/dashboard/apps/{DEMO_APP_ID}/", signed_in=True, then=_open_demo_endpoint),
     PageSpec("app-endpoint-secret", f"/dashboard/apps/{DEMO_APP_ID}/", signed_in=True, then=_reveal_demo_secret),
     PageSpec("app-message", f"/dashboard/apps/{DEMO_APP_ID}/messages/{DEMO_MESSAGE_ID}/", signed_in=True),
+    PageSpec("app-portal-link", f"/dashboard/apps/{DEMO_APP_ID}/", signed_in=True, then=_make_portal_link),
+    PageSpec("app-portal-revoke", f"/dashboard/apps/{DEMO_APP_ID}/portal-revoke/", signed_in=True),
     PageSpec("portal", "/portal/", signed_in=False, portal=True),
     PageSpec("portal-endpoint", "/portal/", signed_in=False, portal=True, then=_open_demo_endpoint),
     PageSpec("portal-endpoint-secret", "/portal/", signed_in=False, portal=True, then=_reveal_demo_secret),

@@ -1,11 +1,14 @@
-"""The consumer portal in a real browser, at a desktop's and a phone's width: the holder's customer opens a portal
-link, lands on a URL without its token under the holder's product name, adds an endpoint (refused once, in words, the
+"""The consumer portal in a real browser, at a desktop's and a phone's width: the holder makes a portal link with the
+app page's `Portal link` button (shown once, in a read-only field, with its expiry); the holder's customer opens it,
+lands on a URL without its token under the holder's product name, adds an endpoint (refused once, in words, the
 input kept), reveals its secret, reads a message's attempts and resends the failed delivery; every page keeps the
 strict Content-Security-Policy, its forms pass the CSRF check, and nothing scrolls sideways."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -17,7 +20,6 @@ from accounts.services import account_create
 from core.crypto import decrypt
 from customer_webhooks.messages import message_send
 from customer_webhooks.models import App, Endpoint
-from customer_webhooks.portal import portal_link_create
 from notifications.models import Job, JobStatus
 from tests.browser.pages import (
     PHONE_WIDTH,
@@ -44,13 +46,30 @@ def app(live_server: object) -> App:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_a_customer_opens_a_link_adds_an_endpoint_reveals_its_secret_and_reads_a_messages_attempts(
-    page: Page, app: App, width: int
+def test_a_holder_makes_a_link_and_a_customer_opens_it_adds_an_endpoint_reveals_its_secret_and_reads_attempts(
+    page: Page, app: App, sign_in_as: Callable[[Any], None], width: int
 ) -> None:
     console: list[str] = []
     page.on("console", lambda message: console.append(message.text))
     page.set_viewport_size({"width": width, "height": 844})
-    link = urlsplit(portal_link_create(app=app).url).path
+    sign_in_as(app.account.user)
+    expect_strict(page.goto(f"/dashboard/apps/{app.id}/"))
+    expect_no_sideways_scrolling(page, width)
+    with page.expect_response(re.compile(r"/portal-link/$")) as made:
+        page.get_by_role("button", name="Portal link").click()
+
+    expect_strict(made.value)
+    assert made.value.headers["cache-control"] == "no-store"
+    expect(page.get_by_role("heading", name="Portal link")).to_be_visible()
+    field = page.get_by_label("Link")
+    expect(field).to_have_attribute("readonly", "")
+    expect(page.get_by_text("It works until")).to_contain_text(" UTC")
+    expect(page.get_by_text("Whoever holds this link manages this app's endpoints")).to_be_visible()
+    expect(page.get_by_role("button", name="Copy")).to_be_visible()  # the script reads the field under the policy
+    expect_whole_on_screen(field, width)
+    expect_no_sideways_scrolling(page, width)
+    assert AuditEntry.objects.filter(account=app.account, action="portal_link.created", actor="holder").count() == 1
+    link = urlsplit(field.input_value()).path
 
     with page.expect_response(re.compile(r"/portal/[^/]+\.[^/]+/$")) as opened:
         expect_strict(page.goto(link))

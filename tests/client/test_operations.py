@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from accounts.services import api_key_create, provider_key_set
-from customer_webhooks.models import Message
+from customer_webhooks.models import App, Message
 from notifications.models import Job
 from suppressions.models import Suppression
 from tests.client.conftest import Connect
@@ -274,6 +274,13 @@ def test_apps_and_their_endpoints_are_created_read_changed_and_deleted(hub: Hub)
     assert rotated.secret.startswith("whsec_")
     assert rotated != secret
     assert hub.run(lambda nh: nh.apps.endpoint_secret("acme", endpoint.id)) == rotated
+    link = hub.run(lambda nh: nh.apps.portal("acme"))
+    revoked = hub.run(lambda nh: nh.apps.revoke_portal("acme"))
+    assert "/portal/" in link.url
+    assert revoked.revoked_at < link.expires_at
+    stored = App.objects.get(id=app.id).portal_revoked_at
+    assert stored is not None
+    assert abs(revoked.revoked_at - stored) < timedelta(milliseconds=1)
     deleted = hub.run(lambda nh: nh.apps.delete_endpoint("acme", endpoint.id))
     assert deleted == notifyhub.AppEndpointDeleted(id=endpoint.id, message="Endpoint deleted")
     assert hub.run(lambda nh: nh.apps.delete("acme")) == notifyhub.AppDeleted(

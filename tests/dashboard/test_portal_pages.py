@@ -6,10 +6,12 @@ token in no log line."""
 from __future__ import annotations
 
 import logging
+import re
 from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
+from django.http import HttpResponse
 from django.test import Client as Browser
 from django.utils import timezone
 
@@ -17,7 +19,7 @@ from accounts.models import Account, AuditEntry
 from accounts.services import account_delete
 from customer_webhooks.messages import message_send
 from customer_webhooks.models import App, Endpoint
-from customer_webhooks.portal import LINK_SALT, SESSION_SALT, PortalGrant, portal_link_create
+from customer_webhooks.portal import LINK_SALT, SESSION_SALT, PortalGrant, portal_grant_read, portal_link_create
 from dashboard.views.portal import SESSION_COOKIE
 from notifications.models import Job, JobStatus
 from tests.conftest import Client
@@ -101,7 +103,7 @@ def test_a_blank_product_name_names_no_product(app: App, account: Account) -> No
 
 def test_an_expired_link_says_to_ask_for_a_new_one(app: App, account: Account) -> None:
     past = timezone.now() - timedelta(seconds=1)
-    token = PortalGrant(app_id=app.id, account_id=account.id, expires_at=past).sign(LINK_SALT)
+    token = PortalGrant(app_id=app.id, account_id=account.id, issued_at=past, expires_at=past).sign(LINK_SALT)
 
     page = Browser().get(f"{PORTAL}{token}/")
 
@@ -114,9 +116,9 @@ def test_an_expired_link_says_to_ask_for_a_new_one(app: App, account: Account) -
 def test_a_session_whose_time_is_up_says_so_too(app: App, account: Account) -> None:
     browser = Browser()
     past = timezone.now() - timedelta(seconds=1)
-    browser.cookies[SESSION_COOKIE] = PortalGrant(app_id=app.id, account_id=account.id, expires_at=past).sign(
-        SESSION_SALT
-    )
+    browser.cookies[SESSION_COOKIE] = PortalGrant(
+        app_id=app.id, account_id=account.id, issued_at=past, expires_at=past
+    ).sign(SESSION_SALT)
 
     page = browser.get(PORTAL)
 
@@ -128,7 +130,8 @@ def test_forged_links_and_no_session_are_refused_with_no_detail(app: App, accoun
     other = AppFactory(account=account, uid="other")
     token = urlsplit(portal_link_create(app=app).url).path.split("/")[2]
     payload, signature = token.split(".")
-    forged = PortalGrant(app_id=other.id, account_id=account.id, expires_at=timezone.now() + timedelta(hours=1))
+    now = timezone.now()
+    forged = PortalGrant(app_id=other.id, account_id=account.id, issued_at=now, expires_at=now + timedelta(hours=1))
     browser = Browser()
 
     for bad in (f"{payload}.{signature[:-2]}AA", f"{forged.sign(LINK_SALT).split('.')[0]}.{signature}", "made-up"):
@@ -179,7 +182,7 @@ def test_the_links_token_is_in_no_log_line(app: App, caplog: pytest.LogCaptureFi
     path = link_path(app)
     token = path.split("/")[2]
     past = timezone.now() - timedelta(seconds=1)
-    expired = PortalGrant(app_id=app.id, account_id=app.account_id, expires_at=past).sign(LINK_SALT)
+    expired = PortalGrant(app_id=app.id, account_id=app.account_id, issued_at=past, expires_at=past).sign(LINK_SALT)
 
     with caplog.at_level(logging.INFO):
         Browser().get(path)
@@ -393,3 +396,98 @@ def test_a_product_name_too_long_or_on_two_lines_is_refused_with_the_input_kept(
     assert "Enter the name on one line, without control characters." in page_text(two_lines)
     account.refresh_from_db()
     assert account.product_name == "Acme Cloud"
+
+
+# --- The holder's links, and ending them ------------------------------------------------------------------------------
+
+
+def signed_in(account: Account, **options: bool) -> Browser:
+    holder = Browser(**options)
+    holder.force_login(account.user)
+    return holder
+
+
+def linked(page: HttpResponse) -> str:
+    """The link on the `Portal link` page, from its read-only field."""
+    found = re.search(
+        r'<textarea class="secret" id="portal-link" rows="3" readonly>([^<]+)</textarea>', page_html(page)
+    )
+    assert found is not None, page_html(page)
+    return found.group(1)
+
+
+def test_the_holders_portal_link_button_shows_a_new_link_once_which_opens_the_apps_portal(
+    app: App, account: Account
+) -> None:
+    holder = signed_in(account)
+    app_page = holder.get(f"/dashboard/apps/{app.id}/")
+    assert f'action="/dashboard/apps/{app.id}/portal-link/"' in page_html(app_page)
+    assert holder.get(f"/dashboard/apps/{app.id}/portal-link/").status_code == 405
+
+    page = holder.post(f"/dashboard/apps/{app.id}/portal-link/")
+
+    assert page.status_code == 200
+    assert page["Cache-Control"] == "no-store"
+    text = page_text(page)
+    assert "Whoever holds this link manages this app's endpoints and reads their secrets" in text
+    grant = portal_grant_read(linked(page).split("/")[-2])
+    assert grant is not None
+    assert grant.app_id == app.id
+    assert f"It works until {grant.expires_at:%b %-d, %Y, %H:%M} UTC." in text
+    assert (
+        AuditEntry.objects.filter(account=account, action="portal_link.created").values_list("actor", "target").get()
+    ) == ("holder", "customer-1")
+    # Shown in this answer alone: in no message for the next page, nor in any page of the holder's.
+    assert linked(page) not in holder.get(f"/dashboard/apps/{app.id}/").content.decode()
+    customer = Browser()
+    assert customer.get(urlsplit(linked(page)).path).status_code == 302
+    assert "Webhooks for Globex Corp" in page_text(customer.get(PORTAL))
+    assert "Portal link" not in page_text(customer.get(PORTAL))
+
+
+def test_the_holders_portal_buttons_need_the_csrf_token_and_another_accounts_app_is_404(
+    app: App, account: Account, free: Client
+) -> None:
+    holder = signed_in(account, enforce_csrf_checks=True)
+    theirs = AppFactory(account=free.account, uid="theirs")
+
+    assert holder.post(f"/dashboard/apps/{app.id}/portal-link/").status_code == 403
+    assert holder.post(f"/dashboard/apps/{app.id}/portal-revoke/").status_code == 403
+    token = str(holder.get(f"/dashboard/apps/{app.id}/portal-revoke/").context["csrf_token"])
+    for action in ("portal-link", "portal-revoke"):
+        path = f"/dashboard/apps/{theirs.id}/{action}/"
+        assert holder.post(path, {"csrfmiddlewaretoken": token}).status_code == 404, path
+    assert holder.get(f"/dashboard/apps/{theirs.id}/portal-revoke/").status_code == 404
+    assert not AuditEntry.objects.filter(action__in=["portal_link.created", "portal_links.revoked"]).exists()
+    assert holder.post(f"/dashboard/apps/{app.id}/portal-link/", {"csrfmiddlewaretoken": token}).status_code == 200
+
+
+def test_ending_portal_sessions_asks_first_then_ends_earlier_links_and_sessions_not_later_links(
+    app: App, account: Account
+) -> None:
+    holder = signed_in(account)
+    unopened = link_path(app)
+    customer = opened(app)
+    assert customer.get(PORTAL).status_code == 200
+
+    question = holder.get(f"/dashboard/apps/{app.id}/portal-revoke/")
+
+    assert "End this app's portal sessions?" in page_text(question)
+    assert App.objects.get(id=app.id).portal_revoked_at is None
+    ended = holder.post(f"/dashboard/apps/{app.id}/portal-revoke/", follow=True)
+    assert ended.redirect_chain == [(f"/dashboard/apps/{app.id}/#portal", 302)]
+    assert "The portal links of app Globex Corp made until now are ended, with their sessions" in page_text(ended)
+    entry = AuditEntry.objects.get(account=account, action="portal_links.revoked")
+    assert (entry.actor, entry.target) == ("holder", "customer-1")
+    # The open session on its next page, and a link made before, are told to ask for a new link.
+    for page in (customer.get(PORTAL), customer.post(f"{PORTAL}", {"url": "https://hooks.globex.example/x"})):
+        assert page.status_code == 403
+        assert "This link has expired" in page_text(page)
+        assert "Ask Acme Cloud for a new one" in page_text(page)
+    late = Browser().get(unopened)
+    assert late.status_code == 403
+    assert "This link has expired" in page_text(late)
+    assert SESSION_COOKIE not in late.cookies
+    assert not Endpoint.objects.filter(app=app).exists()
+    # A link made afterwards works, in the same browser too.
+    assert opened(app, customer).get(PORTAL).status_code == 200

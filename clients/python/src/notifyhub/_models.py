@@ -451,3 +451,10 @@ class PortalLink:
 
     url: str
     expires_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class PortalRevoked:
+    """Every consumer portal link of an app made up to ``revoked_at``, and every session opened with one, is ended."""
+
+    revoked_at: datetime

@@ -42,6 +42,7 @@ from ._models import (
     JobSummary,
     JobType,
     PortalLink,
+    PortalRevoked,
     Priority,
     Provider,
     RefusedItem,
@@ -484,6 +485,12 @@ class Apps(Resource[TransportT]):
         """A link to the app's consumer portal, for its customer to manage their endpoints, read their secrets and
         see what was sent to them, valid an hour (unless the service is set otherwise)."""
         return route.call(reading(PortalLink), path={"app": app}, body={})
+
+    @operation("POST", "/api/v1/apps/{app}/portal/revoke")
+    def revoke_portal(route: Route, app: str) -> Call[PortalRevoked]:
+        """Ends every consumer portal link of the app made until now, and every session opened with one, before they
+        expire (a link handed to the wrong person); links made afterwards work."""
+        return route.call(reading(PortalRevoked), path={"app": app}, body={})
 
     @operation("POST", "/api/v1/apps/{app}/messages")
     def send_message(
