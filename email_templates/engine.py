@@ -35,7 +35,10 @@ from core.errors import TemplateDataMissing, TemplateNotRendered, TemplateSyntax
 # A rendered part is at most as long as a send's body may be (docs/rules.md, "Order of checks on a send").
 PART_MAX_CHARS = 256 * 1024
 SUBJECT_MAX_CHARS = 998
-# The HTML once its `<style>` rules are copied into every element they match, which can multiply it.
+# The HTML once its `<style>` rules are copied into every element they match, which can multiply it. Known only
+# once css-inline has parsed it: html5ever's parser copies a formatting element left open (`<b>` across paragraphs)
+# into every block after, attributes and all, so no count of the rendered HTML's tags and declarations bounds it
+# (tests/email_templates/test_inlined_limit.py), and a send inlines when it is accepted to refuse it there.
 INLINED_HTML_MAX_CHARS = 1024 * 1024
 # Loop iterations in one render of one part, all loops together (a nest of loops counts each inner iteration).
 LOOP_ITERATIONS_MAX = 10_000

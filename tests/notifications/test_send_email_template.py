@@ -223,6 +223,19 @@ def test_a_plan_rule_is_answered_before_the_template_is_rendered(free: Client) -
         ("{{ n | divided_by: 0 }}", {"n": 1}, "html: divided_by: can't divide by 0"),
         ("{{ n | map: 'x' }}", {"n": 1}, "html: can't map sequence"),
         ("<p>x</p>", {}, "subject must be a single line"),
+        (
+            "<style>p { font-family: " + "a" * 500 + " }</style>{% for a in (1..2100) %}<p>x</p>{% endfor %}",
+            {},
+            "html is longer than 1048576 characters once its styles are inlined",
+        ),
+        (
+            # The rule is short: the parser copies the <b> and <i> left open into every paragraph after
+            # (tests/email_templates/test_inlined_limit.py).
+            '<style>p { color: red }</style><p><b class="{{ b }}"><i class="{{ b }}">x</p>'
+            "{% for a in (1..5000) %}<p>y</p>{% endfor %}",
+            {"b": "z" * 100},
+            "html is longer than 1048576 characters once its styles are inlined",
+        ),
     ],
 )
 def test_a_template_bomb_is_a_400_within_the_requests_time(
