@@ -27,6 +27,7 @@ from typing import Any, TypedDict, Unpack
 from django.http import HttpRequest, HttpResponse
 from django.utils.log import log_response
 
+from core import tracing
 from core.metrics import request_observed
 
 # What every LogRecord carries anyway: anything else on a record came in a call's ``extra``.
@@ -77,11 +78,15 @@ def log_context(**fields: Unpack[LogContext]) -> Iterator[None]:
 
 
 class LogContextFilter(logging.Filter):
-    """Copies the context's fields onto each record the handler takes; a call's own ``extra`` keeps its values."""
+    """Copies the context's fields onto each record the handler takes, and with traces on the current span's
+    ``trace_id`` and ``span_id``; a call's own ``extra`` keeps its values."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         for name, value in _context.get().items():
             record.__dict__.setdefault(name, value)
+        if tracing.log_ids is not None:
+            for name, value in tracing.log_ids().items():
+                record.__dict__.setdefault(name, value)
         return True
 
 

@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from celery import Celery, Task
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_init
 from django.conf import settings
 from django.db import close_old_connections
 
 from core.logs import LogContextToken, log_context_pop, log_context_push
+from core.tracing import tracing_start
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "notifyhub.settings")
 
@@ -62,3 +63,11 @@ def log_the_job(task_id: str, task: Task, args: Sequence[Any], kwargs: Mapping[s
 def forget_the_job(task_id: str, **_: Any) -> None:
     if (token := _log_contexts.pop(task_id, None)) is not None:
         log_context_pop(token)
+
+
+@worker_init.connect
+def trace_the_worker(**_: Any) -> None:
+    """Traces, when configured (core/tracing.py), before the worker takes a task: in the worker's own process with
+    the thread pool the Procfile runs; a prefork pool's children inherit it, the span exporter's thread restarted
+    by the SDK after each fork."""
+    tracing_start()

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from accounts.authentication import INACTIVE_ACCOUNT_MESSAGE
 from accounts.selectors import signing_secrets_decrypt
+from core import tracing
 from core.logs import log_context
 from core.unavailable import DATABASE_FAULTS
 from notifications.delivery.email import deliver_email
@@ -96,7 +97,7 @@ def job_process(*, job_id: UUID) -> None:
         renewer.held(job, partial(store.renew_lease, Job, job.id)) as lease,
     ):
         started = time.monotonic()
-        outcome = stopped or _attempt(claim, attempt=attempt)
+        outcome = stopped or _traced_attempt(claim, attempt=attempt)
         seconds = time.monotonic() - started
         job_status = _record_within_lease(lease, outcome, emits_events=claim.emits_events)
     if job_status is None:
@@ -232,6 +233,28 @@ def job_claim(*, job_id: UUID) -> store.Claim | None:
     scheduled send not yet due)."""
     now = timezone.now()
     return store.claim(job_id=job_id, now=now, lease_until=now + lease_length(), claimable_until=now + CLAIM_TOLERANCE)
+
+
+def _traced_attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
+    """The attempt in a span of its own when traces are on (docs/observability.md, "Traces"): the worker's task span
+    above it, the HTTP call to the receiver or each provider tried below it."""
+    job = claim.job
+    with tracing.span(
+        "notifyhub.attempt",
+        **{"notifyhub.job.id": str(job.id), "notifyhub.job.type": job.type, "notifyhub.attempt": attempt},
+    ) as span:
+        outcome = _attempt(claim, attempt=attempt)
+        tracing.span_set(span, **_span_outcome(outcome))
+    return outcome
+
+
+def _span_outcome(outcome: AttemptOutcome) -> dict[str, str | int]:
+    fields: dict[str, str | int | None] = {
+        "notifyhub.attempt.outcome": "success" if outcome.delivered else "failed",
+        "notifyhub.provider": outcome.used_provider,
+        "http.response.status_code": outcome.response_status,
+    }
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 def _attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from kombu import Connection, Producer
 from kombu.exceptions import OperationalError
 
+from core import tracing
 from core.unavailable import DATABASE_FAULTS
 from notifications.engine import store
 from notifications.models import Job
@@ -155,6 +156,10 @@ def _publish(
     message = app.amqp.as_task_v2(
         task_id, task, args=arguments, countdown=countdown, argsrepr=repr(arguments), kwargsrepr="{}"
     )
+    if tracing.task_headers_inject is not None:
+        # Where Celery's own publish would have its instrumentation put it: the worker's task span continues the
+        # trace of the request (or task) that sent it (docs/departures.md, "kept-producer").
+        tracing.task_headers_inject(message.headers)
     queue, retry_policy = _publish_settings()
     producer.publish(
         message.body,

@@ -1,0 +1,113 @@
+"""The OpenTelemetry SDK and its instrumentations, set up from the standard OTEL_* variables.
+
+Imported only by :func:`core.tracing.tracing_start`, when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set. The exporter
+(OTLP over HTTP), its batch processor and the sampler read their own variables (``OTEL_EXPORTER_OTLP_*``,
+``OTEL_BSP_*``, ``OTEL_TRACES_SAMPLER``); ``OTEL_SERVICE_NAME`` defaults to ``notifyhub``.
+
+Our trace context leaves a process only through the broker, never on an HTTP call: the global propagator extracts
+(a proxy's or a client's ``traceparent`` on a request, the context in a task message) and injects nothing, so the
+HTTP client's instrumentation adds no header to a webhook or a provider call; the kept producer injects with the
+configured propagator itself (docs/observability.md, "Traces").
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+from django.conf import settings
+from opentelemetry import propagate, trace
+from opentelemetry.context import Context
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.instrumentation.celery import CeleryInstrumentor
+from opentelemetry.instrumentation.django import DjangoInstrumentor
+from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+from opentelemetry.instrumentation.redis import RedisInstrumentor
+from opentelemetry.instrumentation.requests import RequestsInstrumentor
+from opentelemetry.propagators.textmap import CarrierT, Getter, Setter, TextMapPropagator, default_getter
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from core import tracing
+
+DEFAULT_SERVICE_NAME = "notifyhub"
+TRACER_NAME = "notifyhub"
+
+_started_in: int | None = None  # the process that started it: a forked child keeps the parent's set-up
+
+
+class ExtractOnly(TextMapPropagator):
+    """``inner``'s extraction, and no injection: nothing we call over HTTP learns our trace ids."""
+
+    def __init__(self, inner: TextMapPropagator) -> None:
+        self.inner = inner
+
+    def extract(
+        self, carrier: CarrierT, context: Context | None = None, getter: Getter[CarrierT] = default_getter
+    ) -> Context:
+        return self.inner.extract(carrier, context, getter)
+
+    def inject(self, carrier: CarrierT, context: Context | None = None, setter: Setter[CarrierT] | None = None) -> None:
+        return None
+
+    @property
+    def fields(self) -> set[str]:
+        return set()
+
+
+def start() -> None:
+    """Once per process tree: a forked child (a prefork pool's) inherits it, and the SDK's batch processor starts
+    its exporting thread again after the fork."""
+    global _started_in
+    if _started_in is not None:
+        return
+    _started_in = os.getpid()
+    provider = TracerProvider(resource=_resource())
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    broker_propagator = propagate.get_global_textmap()  # OTEL_PROPAGATORS' choice, W3C trace context by default
+    propagate.set_global_textmap(ExtractOnly(broker_propagator))
+    _instrument()
+    tracer = trace.get_tracer(TRACER_NAME)
+
+    def task_headers_inject(headers: dict[str, Any]) -> None:
+        broker_propagator.inject(headers)
+
+    def span_start(name: str, attributes: Mapping[str, Any]) -> AbstractContextManager[Any]:
+        return tracer.start_as_current_span(name, attributes=attributes)
+
+    tracing.task_headers_inject = task_headers_inject
+    tracing.span_start = span_start
+    tracing.log_ids = _log_ids
+
+
+def _resource() -> Resource:
+    """The OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME resource, named ``notifyhub`` when neither names it."""
+    resource = Resource.create()
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE_NAME}))
+    return resource
+
+
+def _instrument() -> None:
+    """Django's requests (both middleware chains), Celery's tasks, PostgreSQL, Redis and outgoing HTTP."""
+    site_chain = list(settings.MIDDLEWARE)
+    DjangoInstrumentor().instrument()
+    # The instrumentation adds its middleware to settings.MIDDLEWARE; the lean chain (core/handlers.py) is built
+    # from its own list, which needs it too, as outermost.
+    added = [name for name in settings.MIDDLEWARE if name not in site_chain]
+    settings.API_KEY_MIDDLEWARE = [*added, *settings.API_KEY_MIDDLEWARE]
+    CeleryInstrumentor().instrument()
+    PsycopgInstrumentor().instrument(enable_commenter=False)
+    RedisInstrumentor().instrument()
+    RequestsInstrumentor().instrument()
+
+
+def _log_ids() -> Mapping[str, str]:
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}

@@ -1,0 +1,47 @@
+"""Traces, in OpenTelemetry's standard, when the operator asks for them (docs/observability.md, "Traces").
+
+Only with ``OTEL_EXPORTER_OTLP_ENDPOINT`` set does :func:`tracing_start` load the SDK (:mod:`core.otel`); unset,
+no OpenTelemetry module is imported and the hooks below stay ``None``, so the code they sit in pays one attribute
+read. Each process kind starts it where its work begins: a web process when its WSGI application is built
+(notifyhub/wsgi.py, after gunicorn forked the worker), a Celery worker on ``worker_init`` (notifyhub/celery.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
+
+# Set by core.otel once traces are on. Puts the current trace context into a Celery task message's headers, where
+# the worker's Celery instrumentation reads it (the kept producer publishes without Celery's publish signals).
+task_headers_inject: Callable[[dict[str, Any]], None] | None = None
+# Set by core.otel once traces are on: a span of ours, current inside its block.
+span_start: Callable[[str, Mapping[str, Any]], AbstractContextManager[Any]] | None = None
+# Set by core.otel once traces are on: ``trace_id`` and ``span_id`` of the current span, for the log lines.
+log_ids: Callable[[], Mapping[str, str]] | None = None
+
+_NO_SPAN: AbstractContextManager[None] = nullcontext()
+
+
+def tracing_start() -> None:
+    """Sets up the SDK and the instrumentations in this process, once, if ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set."""
+    if os.environ.get(ENDPOINT_VARIABLE):
+        # Imported here only: without the variable no OpenTelemetry module is loaded at all.
+        from core import otel
+
+        otel.start()
+
+
+def span(name: str, **attributes: Any) -> AbstractContextManager[Any]:
+    """A span named ``name`` with ``attributes``, current inside the block (it yields the span, or None when traces
+    are off); nothing at all when they are off."""
+    return _NO_SPAN if span_start is None else span_start(name, attributes)
+
+
+def span_set(span: Any, **attributes: Any) -> None:
+    """Adds ``attributes`` to a span :func:`span` yielded; nothing when it yielded None."""
+    if span is not None:
+        span.set_attributes(attributes)
