@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from types import MappingProxyType
 from typing import Any, TypedDict, Unpack
+from urllib.parse import urlsplit
 
 from django.http import HttpRequest, HttpResponse
 from django.utils.log import log_response
@@ -118,6 +119,14 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+
+
+def url_origin(url: str) -> str:
+    """``scheme://host[:port]`` alone, as a log line, a span or a health record names a URL we call: a stored
+    webhook URL has its credentials masked already, but a path or a query may carry a secret of its own (chat
+    services put their webhook tokens in the path)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 def request_id(request: HttpRequest) -> str:

@@ -32,9 +32,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from core import tracing
+from core.logs import url_origin
 
 DEFAULT_SERVICE_NAME = "notifyhub"
 TRACER_NAME = "notifyhub"
+# Where the HTTP client's instrumentation puts a request's URL: the older semantic conventions' name and the stable one.
+URL_ATTRIBUTES = ("http.url", "url.full")
 
 _started_in: int | None = None  # the process that started it: a forked child keeps the parent's set-up
 
@@ -103,7 +106,14 @@ def _instrument() -> None:
     CeleryInstrumentor().instrument()
     PsycopgInstrumentor().instrument(enable_commenter=False)
     RedisInstrumentor().instrument()
-    RequestsInstrumentor().instrument()
+    RequestsInstrumentor().instrument(request_hook=_origin_only)
+
+
+def _origin_only(span: trace.Span, request: Any) -> None:
+    """An outgoing call's URL as its origin alone, as the delivery log line names it (docs/observability.md): a
+    receiver's path or query may carry its secret."""
+    recorded: Mapping[str, Any] = getattr(span, "attributes", None) or {}
+    span.set_attributes({name: url_origin(request.url) for name in URL_ATTRIBUTES if name in recorded})
 
 
 def _log_ids() -> Mapping[str, str]:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from notifications.delivery.http import webhook_origin
+from core.logs import url_origin
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.models import DeliveryStatus, Job, JobStatus, JobType
 from notifications.selectors import queue_state
@@ -83,7 +83,7 @@ def _log_attempt(
         "status_code": outcome.response_status,
         "duration_ms": duration_ms,
         "provider": outcome.used_provider,
-        "url": webhook_origin(job.payload["url"]) if job.type == JobType.WEBHOOK else None,
+        "url": url_origin(job.payload["url"]) if job.type == JobType.WEBHOOK else None,
         "error": outcome.error_message,
     }
     logger.info("%s job %s attempt %s: %s in %.1fms", job.type, job.id, attempt, result, duration_ms, extra=fields)

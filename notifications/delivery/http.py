@@ -31,6 +31,7 @@ from requests_hardened.ip_filter_adapter import IPFilterAdapter
 from urllib3.util.ssl_ import create_urllib3_context
 
 from core.crypto import decrypt
+from core.logs import url_origin
 from notifications.delivery.trusted_target import TrustedTarget, current_trusted_target
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -229,12 +230,5 @@ def url_for_audit(url: str) -> str:
     """The URL as the audit log names an endpoint's: its origin, and its path masked whole, as are its query and
     fragment, where a receiver's token rides (``/services/T0/B0/<token>``), and its credentials (docs/rules.md,
     "Audit log": never a secret)."""
-    origin = webhook_origin(url)
+    origin = url_origin(url)
     return origin if urlsplit(url).path in {"", "/"} else f"{origin}/{MASK}"
-
-
-def webhook_origin(url: str) -> str:
-    """``scheme://host[:port]`` alone: the stored URL has its credentials masked already, but a path or a
-    query may carry a secret of its own (chat services put their webhook tokens in the path)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"

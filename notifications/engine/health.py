@@ -16,8 +16,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.api.envelope import iso_utc
+from core.logs import url_origin
 from core.signals import AccountEvent, announce
-from notifications.delivery.http import webhook_origin
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.engine.queue import LAST_STEP, task_publish
 from notifications.models import DestinationHealth, Job
@@ -44,7 +44,7 @@ def _streak_end(job: Job) -> None:
 
 
 def _failure_count(job: Job, *, error: str, at: datetime) -> None:
-    origin = webhook_origin(job.payload["url"])
+    origin = url_origin(job.payload["url"])
     with transaction.atomic():
         # Locked until the transaction ends: two workers failing there at once count one after the other.
         health, _ = DestinationHealth.objects.select_for_update().get_or_create(
