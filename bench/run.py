@@ -19,7 +19,8 @@
   rate-limit  an app's endpoint limited to 10/s beside an unlimited one: its pace, the other's throughput against alone
   message-delivery  a message's deliveries to an app's 10 endpoints against single webhook jobs: deliveries/s
   customer-webhooks-delete  an endpoint's and an app's delete with 20,000 deliveries: time and memory
-  all       the nineteen in turn (the default)
+  traces    accept and webhook delivery with traces on, to a local OTLP receiver, against traces off
+  all       the twenty in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -52,6 +53,7 @@ from bench import (
     scheduled,
     suppressions,
     templates,
+    traces,
     unsubscribe,
 )
 from bench.common import bench_main, option
@@ -79,6 +81,7 @@ BENCHES = {
     "rate-limit": paced,
     "message-delivery": message_delivery,
     "customer-webhooks-delete": deletes,
+    "traces": traces,
 }
 DATABASE = "notifyhub_bench"
 
@@ -99,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
         common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common_options()], help="the nineteen in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the twenty in turn (the default)")
     return parser
 
 

@@ -12,7 +12,6 @@ configured propagator itself (docs/observability.md, "Traces").
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any
@@ -39,7 +38,7 @@ TRACER_NAME = "notifyhub"
 # Where the HTTP client's instrumentation puts a request's URL: the older semantic conventions' name and the stable one.
 URL_ATTRIBUTES = ("http.url", "url.full")
 
-_started_in: int | None = None  # the process that started it: a forked child keeps the parent's set-up
+_started = False  # a forked child (a prefork pool's) inherits its parent's set-up
 
 
 class ExtractOnly(TextMapPropagator):
@@ -64,10 +63,10 @@ class ExtractOnly(TextMapPropagator):
 def start() -> None:
     """Once per process tree: a forked child (a prefork pool's) inherits it, and the SDK's batch processor starts
     its exporting thread again after the fork."""
-    global _started_in
-    if _started_in is not None:
+    global _started
+    if _started:
         return
-    _started_in = os.getpid()
+    _started = True
     provider = TracerProvider(resource=_resource())
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)

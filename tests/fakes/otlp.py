@@ -50,8 +50,13 @@ class Span:
 
 
 class OtlpReceiver:
-    def __init__(self) -> None:
+    """``keep``: keeps every span decoded (the tests); else counts them only, as a bench's collector that must not
+    grow (bench/traces.py)."""
+
+    def __init__(self, *, keep: bool = True) -> None:
         self.spans: list[Span] = []
+        self.received = 0  # spans decoded so far
+        self._keep = keep
         self._arrived = threading.Condition()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -96,7 +101,9 @@ class OtlpReceiver:
             for message in scope_spans.spans
         ]
         with self._arrived:
-            self.spans.extend(spans)
+            self.received += len(spans)
+            if self._keep:
+                self.spans.extend(spans)
             self._arrived.notify_all()
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
