@@ -12,7 +12,7 @@ configured propagator itself (docs/observability.md, "Traces").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -29,6 +29,10 @@ from opentelemetry.propagators.textmap import CarrierT, Getter, Setter, TextMapP
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.trace import Link, SpanKind
+from opentelemetry.trace.span import TraceState
+from opentelemetry.util.types import Attributes
 
 from core import tracing
 from core.logs import url_origin
@@ -60,6 +64,32 @@ class ExtractOnly(TextMapPropagator):
         return set()
 
 
+class NoLoneClientSpans(Sampler):
+    """``inner``'s decision (``OTEL_TRACES_SAMPLER``), but a client span with no parent is dropped: the broker's
+    commands outside any task (a worker's polling and acknowledgements, a publisher's connection check) would each
+    be a trace of one span, noise in a back end and a third of a worker's spans."""
+
+    def __init__(self, inner: Sampler) -> None:
+        self.inner = inner
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        if kind is SpanKind.CLIENT and not trace.get_current_span(parent_context).get_span_context().is_valid:
+            return SamplingResult(Decision.DROP)
+        return self.inner.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+
+    def get_description(self) -> str:
+        return f"NoLoneClientSpans{{{self.inner.get_description()}}}"
+
+
 def start() -> None:
     """Once per process tree: a forked child (a prefork pool's) inherits it, and the SDK's batch processor starts
     its exporting thread again after the fork."""
@@ -68,6 +98,7 @@ def start() -> None:
         return
     _started = True
     provider = TracerProvider(resource=_resource())
+    provider.sampler = NoLoneClientSpans(provider.sampler)  # before any tracer is made: each keeps the sampler
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     broker_propagator = propagate.get_global_textmap()  # OTEL_PROPAGATORS' choice, W3C trace context by default

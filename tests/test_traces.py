@@ -199,6 +199,8 @@ def test_a_webhook_send_is_one_trace_from_the_request_to_the_receiver(
     assert call.attributes["http.url"] == f"https://127.0.0.1:{module_receiver.port}"
     assert not [span for span in spans if "receiver-secret" in repr(span.attributes)]
     assert {span.service for span in spans} == {"notifyhub"}
+    # The broker's commands outside any request or task (the worker's polling, its acknowledgements) make no trace.
+    assert [span.name for span in otlp.spans if span.kind == "CLIENT" and not span.parent_id] == []
 
     # The request's log line names its span.
     (line,) = [
