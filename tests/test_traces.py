@@ -38,7 +38,13 @@ TRACE_HEADERS = ("traceparent", "tracestate", "baggage", "b3", "x-b3-traceid", "
 JOB_ID = "notifyhub.job.id"
 # Modules only the trace set-up loads (redis-py imports opentelemetry.sdk.metrics by itself once the SDK is
 # installed, to see whether its own metrics could be switched on; it sets nothing up).
-SET_UP_MODULES = ("core.otel", "opentelemetry.sdk.trace", "opentelemetry.instrumentation", "opentelemetry.exporter")
+SET_UP_MODULES = (
+    "core.otel",
+    "opentelemetry.sdk.trace",
+    "opentelemetry.instrumentation",
+    "opentelemetry.exporter",
+    "opentelemetry.propagate",
+)
 LOADED = """
 import json, sys
 import django
