@@ -303,6 +303,17 @@ class EndpointSecretRotateView(ApiKeyView):
         return Response(EndpointSecretSerializer({"secret": secret}).data)
 
 
+# The portal's operations take no field and act on an app: what they refuse.
+PORTAL_REFUSALS = error_responses(
+    *BODY_ERRORS,
+    404,
+    descriptions={
+        400: ErrorAnswer("The body holds a field: the operation takes none.", *BODY_REFUSALS),
+        404: APP_NOT_FOUND,
+    },
+)
+
+
 class PortalLinkView(ApiKeyView):
     # The link opens the app's live endpoints and secrets to whoever holds it: a live key of scope `full` makes one.
     key_scopes = {"POST": CHANGES}
@@ -321,17 +332,7 @@ class PortalLinkView(ApiKeyView):
         ),
         # It takes no field, so the document shows no body; one sent all the same must be `{}`.
         request=None,
-        responses={
-            201: PortalLinkSerializer,
-            **error_responses(
-                *BODY_ERRORS,
-                404,
-                descriptions={
-                    400: ErrorAnswer("The body holds a field: the operation takes none.", *BODY_REFUSALS),
-                    404: APP_NOT_FOUND,
-                },
-            ),
-        },
+        responses={201: PortalLinkSerializer, **PORTAL_REFUSALS},
     )
     def post(self, request: Request, app: str) -> Response:
         PortalRequestSerializer(data=request.data).is_valid(raise_exception=True)
@@ -354,17 +355,7 @@ class PortalRevokeView(ApiKeyView):
             "the time they are ended at. The body may be left out or be `{}`."
         ),
         request=None,
-        responses={
-            200: PortalRevokedSerializer,
-            **error_responses(
-                *BODY_ERRORS,
-                404,
-                descriptions={
-                    400: ErrorAnswer("The body holds a field: the operation takes none.", *BODY_REFUSALS),
-                    404: APP_NOT_FOUND,
-                },
-            ),
-        },
+        responses={200: PortalRevokedSerializer, **PORTAL_REFUSALS},
     )
     def post(self, request: Request, app: str) -> Response:
         PortalRequestSerializer(data=request.data).is_valid(raise_exception=True)

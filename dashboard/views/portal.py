@@ -63,6 +63,19 @@ def _expired(request: HttpRequest, grant: PortalGrant) -> HttpResponse:
     return render(request, EXPIRED, {"product_name": account.product_name if account else ""}, status=403)
 
 
+def _granted_app(request: HttpRequest, grant: PortalGrant) -> App | HttpResponse:
+    """The app a link or session NotifyHub signed opens, or the page refusing it: its time is up or the holder ended
+    its links (the expired page), or the app or its account is deleted since (the refusal)."""
+    if grant.expired:
+        return _expired(request, grant)
+    app = portal_app(grant)
+    if app is None:
+        return _refused(request, 404)
+    if grant.revoked(app):
+        return _expired(request, grant)
+    return app
+
+
 class PortalOpenView(View):
     """GET ``/portal/<token>/``: the link. Checked, it opens the session and redirects to the portal's first page."""
 
@@ -77,13 +90,9 @@ class PortalOpenView(View):
         if grant is None:
             bad_link_count(request, LIMITED_AS)
             return _refused(request, 404)
-        if grant.expired:
-            return _expired(request, grant)
-        app = portal_app(grant)
-        if app is None:
-            return _refused(request, 404)
-        if grant.revoked(app):
-            return _expired(request, grant)
+        app_or_refusal = _granted_app(request, grant)
+        if not isinstance(app_or_refusal, App):
+            return app_or_refusal
         response = redirect("portal")
         response.set_cookie(
             SESSION_COOKIE,
@@ -115,13 +124,9 @@ class PortalPage:
         grant = portal_grant_read(request.COOKIES.get(SESSION_COOKIE, ""), salt=SESSION_SALT)
         if grant is None:
             return _refused(request, 403)
-        if grant.expired:
-            return _expired(request, grant)
-        app = portal_app(grant)
-        if app is None:
-            return _refused(request, 404)
-        if grant.revoked(app):
-            return _expired(request, grant)
+        app = _granted_app(request, grant)
+        if not isinstance(app, App):
+            return app
         self.app = app
         try:
             response: HttpResponseBase = super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
