@@ -32,6 +32,7 @@ from psycopg.conninfo import conninfo_to_dict
 from bench import templates
 from bench.accept import EMAIL, EMAIL_PATH, SINGLE, Load
 from bench.common import BIN, ROOT, VAR_DIR, BenchError, log, option, own_services, revision_tree, table, verdict
+from bench.messages import APP_UID, MESSAGE_LOAD, TARGET_ENDPOINTS, message_file_written
 
 HELP = "instructions per accepted send in the web process (valgrind), this code against --against"
 DATABASE = "notifyhub_bench_instructions"
@@ -39,18 +40,24 @@ DATABASE = "notifyhub_bench_instructions"
 MIN_SHARE_OF_BEFORE = 0.97
 WARMUP = 40
 # What each side's process runs, from its own tree: only Django and the side's own services, so a revision from before
-# this file works too. SEED makes the account (and, given $BENCH_TEMPLATE, saves that template in it) and prints its
-# key; SEND makes WARMUP sends, then $SENDS.
+# this file works too. SEED makes the account (given $BENCH_TEMPLATE, saves that template in it; with
+# $BENCH_ENDPOINTS, its app of that many endpoints taking every type, as bench/messages.py's) and prints its key;
+# SEND makes WARMUP sends, then $SENDS.
 SEED = """
 import json, os, django
 django.setup()
 from accounts.services import account_create, account_set_monthly_limit, account_set_rate_limit
 account, key = account_create(email="instructions@bench.example", plan="free")
-account_set_monthly_limit(account=account, limit=1_000_000)
+account_set_monthly_limit(account=account, limit=100_000_000)
 account_set_rate_limit(account=account, rate=1_000_000)
 if os.environ.get("BENCH_TEMPLATE"):
     from email_templates.services import template_create
     template_create(account=account, name="Receipt", **json.loads(os.environ["BENCH_TEMPLATE"]))
+if endpoints := int(os.environ.get("BENCH_ENDPOINTS", "0")):
+    from customer_webhooks.services import app_create, endpoint_create
+    app = app_create(account=account, name="Bench", uid=os.environ["BENCH_APP_UID"])
+    for number in range(endpoints):
+        endpoint_create(app=app, url=f"https://hooks.example.com/customer-{number}")
 print(key)
 """
 # --send template: the templates bench's receipt, sent by its alias with one `data` (bench/templates.py).
@@ -101,14 +108,26 @@ def options(parser: argparse.ArgumentParser) -> None:
     before = "the git revision before the change (HEAD: what is not committed)"
     option(parser, "against", "HEAD", before, env="instructions")
     option(parser, "sends", 200, "sends counted after the warm-up", env="instructions")
-    sends = "what a request sends (template: an email with the templates bench's receipt)"
-    option(parser, "send", "email", sends, env="instructions", choices=["webhook", "email", "template"])
+    option(
+        parser,
+        "send",
+        "email",
+        "what a request sends (template: an email with the templates bench's receipt; message: to an app's "
+        f"{TARGET_ENDPOINTS} endpoints)",
+        env="instructions",
+        choices=["webhook", "email", "template", "message"],
+    )
 
 
 def run(args: argparse.Namespace) -> None:
     if shutil.which("valgrind") is None:
         raise BenchError("valgrind is not installed; on Debian/Ubuntu: apt-get install valgrind")
-    load = _templated_load() if args.send == "template" else EMAIL if args.send == "email" else SINGLE
+    if args.send == "template":
+        load = _templated_load()
+    else:
+        load = {"email": EMAIL, "webhook": SINGLE, "message": MESSAGE_LOAD}[args.send]
+    if args.send == "message":
+        message_file_written()
     log(f"instructions: {args.send} sends, {args.sends} counted after {WARMUP}, this code against {args.against}")
     with own_services(args):
         after_side = Side("after", ROOT, args.database_url)
@@ -154,8 +173,13 @@ def _migrate(side: Side) -> None:
 def _count(side: Side, load: Load, sends: int, against: str) -> Count:
     """Seeds the side's account, then counts ``sends`` of its sends."""
     template = {"BENCH_TEMPLATE": json.dumps(TEMPLATE)} if load.fields_file == TEMPLATED_FILE else {}
+    endpoints = TARGET_ENDPOINTS if load is MESSAGE_LOAD else 0
     seeded = subprocess.run(
-        [str(BIN / "python"), "-c", SEED], cwd=side.tree, env=_env(side, **template), capture_output=True, text=True
+        [str(BIN / "python"), "-c", SEED],
+        cwd=side.tree,
+        env=_env(side, BENCH_ENDPOINTS=str(endpoints), BENCH_APP_UID=APP_UID, **template),
+        capture_output=True,
+        text=True,
     )
     if seeded.returncode != 0:
         raise BenchError(f"{side.name}: seeding failed: {seeded.stderr[-500:]}")

@@ -43,7 +43,8 @@ class MessageDelivery(Delivery):
     /hooks/bench/<account>/<endpoint>; ``single`` runs store the delivery bench's webhook jobs, ``message`` runs
     messages to the apps, and both return their deliveries' keys as the receiver records them by id and path."""
 
-    apps: list[Any] = field(default_factory=list)  # customer_webhooks.models.App, one per account, in order
+    # customer_webhooks.models.App and its endpoints (all enabled), one per account, in order
+    apps: list[tuple[Any, list[Any]]] = field(default_factory=list)
     paths: dict[Any, str] = field(default_factory=dict)  # each endpoint's path, by its id
     secrets: dict[str, str] = field(default_factory=dict)  # each endpoint's secret, by its path
 
@@ -56,16 +57,18 @@ class MessageDelivery(Delivery):
         base = f"https://127.0.0.1:{self.args.receiver_port}{SINGLE_PATH}"
         for number, seeded in enumerate(self.accounts):
             app = app_create(account=seeded.account, name=f"Bench customer {number}", uid="bench")
+            made = []
             for place in range(endpoints):
                 path = f"{SINGLE_PATH}/{number}/{place}"
                 endpoint = endpoint_create(app=app, url=f"{base}/{number}/{place}", event_types=[EVENT_TYPE])
                 self.paths[endpoint.id], self.secrets[path] = path, decrypt(endpoint.encrypted_secret)
-            self.apps.append(app)
+                made.append(endpoint)
+            self.apps.append((app, made))
 
     def enqueue(self, target: str, count: int, on_start: Callable[[], None] = lambda: None) -> list[str]:
         """``single``: ``count`` jobs as the delivery bench's app target stores them. ``message``: enough messages for
         ``count`` deliveries, over the accounts' apps in turn, each by the messages API's service in one transaction
-        whose commit asks the dispatcher to send their jobs (as the API's commits do); ``on_start`` runs just after."""
+        whose commit publishes their jobs' tasks (as the API's commits do); ``on_start`` runs just after."""
         if target == "single":
             return [arrival_key(job_id, SINGLE_PATH) for job_id in delivery.enqueue(self, "app", count, on_start)]
         from django.db import transaction
@@ -77,8 +80,10 @@ class MessageDelivery(Delivery):
         with transaction.atomic():
             transaction.on_commit(on_start)  # registered first: runs after COMMIT, before the dispatcher is asked
             for number in range(math.ceil(count / endpoints)):
-                app = self.apps[number % len(self.apps)]
-                sent = message_send(account=app.account, app=app, event_type=EVENT_TYPE, payload=PAYLOAD)
+                app, enabled = self.apps[number % len(self.apps)]
+                sent = message_send(
+                    account=app.account, app=app, enabled_endpoints=enabled, event_type=EVENT_TYPE, payload=PAYLOAD
+                )
                 if len(sent.deliveries) != endpoints:
                     raise BenchError(f"a message went to {len(sent.deliveries)} endpoints of its app's {endpoints}")
                 keys += [arrival_key(str(sent.message.id), self.paths[job.endpoint_id]) for job in sent.deliveries]

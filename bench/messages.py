@@ -33,11 +33,22 @@ MONTHLY_LIMIT = 1_000_000_000
 # Not accept's api-keys.txt: this bench may run beside the accept bench, on its own database.
 KEYS_FILE = VAR_DIR / "api-keys-messages.txt"
 MESSAGE_FILE = VAR_DIR / "bench-message.json"
+# A message's fields but its idempotency key: the single send's payload, as accept.lua writes it, under an event type,
+# so the bodies differ by the fan-out.
+MESSAGE_FIELDS = {"eventType": "bench.ping", "payload": {"event": "bench.ping", "n": 0}}
+# What wrk (or the instructions bench) sends as a message, once MESSAGE_FILE is written (message_file_written).
+MESSAGE_LOAD = Load(path=MESSAGE_PATH, keys_file=KEYS_FILE, fields_file=MESSAGE_FILE)
 TARGETS = ("single", "message")
 COLUMNS = (
     "round<7|target<9|req/s>10.1f|mean ms>9.1f|p99 ms>9.1f|errors>8|requests>10|jobs stored>13|cpu ms/req>12.2f"
     "|other load>12.0%"
 )
+
+
+def message_file_written() -> None:
+    """MESSAGE_FILE holding MESSAGE_FIELDS, which MESSAGE_LOAD sends."""
+    MESSAGE_FILE.parent.mkdir(parents=True, exist_ok=True)
+    MESSAGE_FILE.write_text(json.dumps(MESSAGE_FIELDS))
 
 
 def seed_apps(endpoints: int) -> None:
@@ -145,11 +156,10 @@ def run(args: argparse.Namespace) -> None:
     accept_args = argparse.Namespace(**vars(args), against="", request_log="off")
     loads = {
         "single": Load(keys_file=KEYS_FILE),
-        "message": Load(path=MESSAGE_PATH, keys_file=KEYS_FILE, fields_file=MESSAGE_FILE),
+        "message": MESSAGE_LOAD,
     }
     with own_services(args):
-        # The single send's payload, as accept.lua writes it, under an event type: the bodies differ by the fan-out.
-        MESSAGE_FILE.write_text(json.dumps({"eventType": "bench.ping", "payload": {"event": "bench.ping", "n": 0}}))
+        message_file_written()
         runs = len(TARGETS) * args.rounds
         keys_per_run = accept.seed_keys(
             accept_args, runs, keys_file=KEYS_FILE, prefix="messages", monthly_limit=MONTHLY_LIMIT

@@ -24,7 +24,7 @@ from customer_webhooks.message_serializers import (
 )
 from customer_webhooks.messages import endpoint_recover, message_get, message_list, message_send
 from customer_webhooks.models import ENDPOINTS_PER_APP
-from customer_webhooks.selectors import app_get, endpoint_get
+from customer_webhooks.selectors import app_get, app_get_with_enabled_endpoints, endpoint_get
 from customer_webhooks.serializers import EVENT_TYPE_SCHEMA
 
 APP_NOT_FOUND = ErrorAnswer("No app of this id or uid in the account.", AppNotFound)
@@ -113,9 +113,11 @@ class MessagesView(ApiKeyView):
         serializer = MessageRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         account, data = request_account(request), serializer.validated_data
+        found, enabled_endpoints = app_get_with_enabled_endpoints(account=account, app=app)
         sent = message_send(
             account=account,
-            app=app_get(account=account, app=app),
+            app=found,
+            enabled_endpoints=enabled_endpoints,
             event_type=data["eventType"],
             payload=data["payload"],
             idempotency_key=data.get("idempotencyKey"),

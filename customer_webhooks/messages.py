@@ -43,14 +43,16 @@ def message_send(
     *,
     account: Account,
     app: App,
+    enabled_endpoints: Sequence[Endpoint],
     event_type: str,
     payload: dict[str, Any],
     idempotency_key: str | None = None,
     test: bool = False,
 ) -> MessageSent:
-    """Stores the message and its deliveries in one transaction, the jobs in one multi-row INSERT with a quota unit
-    each (a test message's take none), all or none; their tasks go out once it commits. A message no endpoint takes
-    is stored alone.
+    """Stores the message and its deliveries, one to each of ``enabled_endpoints`` (the app's, as
+    selectors.app_get_with_enabled_endpoints reads them) taking ``event_type``, in one transaction, the jobs in one
+    multi-row INSERT with a quota unit each (a test message's take none), all or none; their tasks are published
+    once it commits. A message no endpoint takes is stored alone.
 
     Raises DuplicateRequest when the account's message of this mode holds ``idempotency_key`` already, or the
     account's QuotaExceeded when its quota cannot cover every delivery; either way nothing is stored.
@@ -64,18 +66,14 @@ def message_send(
         test=test,
         created_at=timezone.now(),
     )
-    deliveries = [_delivery(message, endpoint) for endpoint in endpoints_taking(app=app, event_type=event_type)]
+    deliveries = [_delivery(message, endpoint) for endpoint in enabled_endpoints if endpoint.receives(event_type)]
     with transaction.atomic():
         with _duplicate_answered(message):
             message.save(force_insert=True)
         if deliveries:
-            jobs_store_together(deliveries)
+            # This transaction is the deliveries' all or none, and ends with any error their store raises.
+            jobs_store_together(deliveries, tasks_at_commit=True, savepoint=False)
     return MessageSent(message, deliveries)
-
-
-def endpoints_taking(*, app: App, event_type: str) -> list[Endpoint]:
-    """The app's enabled endpoints that receive ``event_type``, oldest first."""
-    return [endpoint for endpoint in app.endpoints.filter(disabled=False) if endpoint.receives(event_type)]
 
 
 def _delivery(message: Message, endpoint: Endpoint) -> Job:

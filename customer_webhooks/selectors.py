@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from accounts.models import Account
@@ -19,19 +19,36 @@ APP_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 
 
 def app_get(*, account: Account, app: str) -> App:
-    """The account's app whose id or uid is ``app``; another account's, or none, is AppNotFound (the same answer).
-    A uid is never shaped like an id; a reference that can be neither (one with a NUL in it, which PostgreSQL's text
-    refuses, among others) is not looked up."""
-    if APP_ID.fullmatch(app):
-        named = Q(id=uuid.UUID(app))
-    elif APP_UID.fullmatch(app):
-        named = Q(uid=app)
-    else:
-        raise AppNotFound(app=app)
-    found = App.objects.filter(named, account=account).first()
+    """The account's app whose id or uid is ``app``; another account's, or none, is AppNotFound (the same answer)."""
+    found = App.objects.filter(**_app_named(app), account=account).first()
     if found is None:
         raise AppNotFound(app=app)
     return found
+
+
+def app_get_with_enabled_endpoints(*, account: Account, app: str) -> tuple[App, list[Endpoint]]:
+    """The account's app named by ``app`` (as app_get finds it, or AppNotFound) and its enabled endpoints, oldest
+    first: one statement, the endpoints with their app, when it has any (a message's accept reads them so); app_get's
+    when it has none."""
+    named = {f"app__{lookup}": value for lookup, value in _app_named(app).items()}
+    endpoints = list(Endpoint.objects.filter(**named, app__account=account, disabled=False).select_related("app"))
+    if not endpoints:
+        return app_get(account=account, app=app), []
+    found = endpoints[0].app
+    found.account = account
+    for endpoint in endpoints:
+        endpoint.app = found
+    return found, endpoints
+
+
+def _app_named(app: str) -> dict[str, object]:
+    """The lookup of the app whose id or uid is ``app``. A uid is never shaped like an id; a reference that can be
+    neither (one with a NUL in it, which PostgreSQL's text refuses, among others) is AppNotFound, not looked up."""
+    if APP_ID.fullmatch(app):
+        return {"id": uuid.UUID(app)}
+    if APP_UID.fullmatch(app):
+        return {"uid": app}
+    raise AppNotFound(app=app)
 
 
 def app_list(*, account: Account, page: int, limit: int) -> tuple[list[App], int]:

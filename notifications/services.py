@@ -40,7 +40,7 @@ from notifications.delivery.webhook import send as send_webhook
 from notifications.delivery.wire import json_bytes
 from notifications.destination import job_destination
 from notifications.engine import store
-from notifications.engine.queue import dispatch_soon, job_enqueue
+from notifications.engine.queue import dispatch_soon, job_enqueue, jobs_enqueue
 from notifications.engine.transitions import NextState
 from notifications.models import SKIPPED_RECIPIENTS, DestinationHealth, Job, JobStatus, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
@@ -278,11 +278,19 @@ def message_delivery_new(
     return job
 
 
-def jobs_store_together(jobs: Sequence[Job], *, arrivals: Sequence[store.ArrivalFailure] = ()) -> None:
+def jobs_store_together(
+    jobs: Sequence[Job],
+    *,
+    arrivals: Sequence[store.ArrivalFailure] = (),
+    tasks_at_commit: bool = False,
+    savepoint: bool = True,
+) -> None:
     """Stores new jobs of one account and mode, a batch's or a message's deliveries (docs/rules.md, "Batches"): one
     multi-row INSERT with the quota's units for all of them, all or none, in the caller's transaction, ``arrivals``
-    failed on arrival; once it commits, one task asks the dispatcher to send those due now. Raises the account's
-    QuotaExceeded, storing nothing."""
+    failed on arrival. Once it commits, those due now go out: with ``tasks_at_commit`` (a message's, at most
+    ENDPOINTS_PER_APP) each job's task is published, as a single send's is; else one task asks the dispatcher to
+    send them (a batch's hundred: one publish in the request). Raises the account's QuotaExceeded, storing nothing.
+    ``savepoint``: as store.insert_batch takes it."""
     if not jobs:
         return
     failed = {arrival.job.id for arrival in arrivals}
@@ -290,12 +298,16 @@ def jobs_store_together(jobs: Sequence[Job], *, arrivals: Sequence[store.Arrival
     # The jobs share an account and a mode: what one announces, they all do.
     announced = bool(arrivals) and announces_finish(jobs[0].account, test=jobs[0].test)
     due_now = [job for job in queued if job.scheduled_for is None]
-    now = timezone.now()
-    for job in due_now:
-        job.requeue_at = now
-    store.insert_batch(jobs, arrivals=arrivals, announced=announced)
+    if not tasks_at_commit:
+        # Stored due at once, the dispatcher's next run finds them; a published task's job keeps the sweeper's time.
+        now = timezone.now()
+        for job in due_now:
+            job.requeue_at = now
+    store.insert_batch(jobs, arrivals=arrivals, announced=announced, savepoint=savepoint)
     if due_now:
-        transaction.on_commit(dispatch_soon)
+        transaction.on_commit(
+            partial(jobs_enqueue, [(job.id, job.priority) for job in due_now]) if tasks_at_commit else dispatch_soon
+        )
     if announced:
         transaction.on_commit(finished_jobs_announce_soon)
     for job in queued:

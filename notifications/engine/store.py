@@ -165,22 +165,75 @@ def insert_failed(arrival: ArrivalFailure, *, announced: bool) -> None:
         _count_finished(arrival.job, arrival.failure, announced=announced)
 
 
-def insert_batch(jobs: Sequence[Job], *, arrivals: Sequence[ArrivalFailure], announced: bool) -> None:
+def insert_batch(
+    jobs: Sequence[Job], *, arrivals: Sequence[ArrivalFailure], announced: bool, savepoint: bool = True
+) -> None:
     """Stores a batch of one account's new jobs, ``arrivals``' among them, and takes a unit of its quota for each
     that counts (``quota_taken``): all or none, in one transaction, the jobs in one multi-row INSERT, their tags and
     their attachments in one more each.
 
     The INSERT comes first, as in `insert`: a key taken meanwhile raises IntegrityError before the quota's row is
     locked, and the caller checks its keys again. Raises the account's QuotaExceeded otherwise.
+
+    ``savepoint`` False: the caller's own transaction is all or none already, and it ends with any error raised here
+    (a message's, customer_webhooks.messages.message_send), so no savepoint is paid for (two statements).
     """
-    with transaction.atomic():
-        Job.objects.bulk_create(jobs)
+    with transaction.atomic(savepoint=savepoint):
+        _insert_taking_units(jobs)
         _insert_beside(jobs)
         DeliveryLog.objects.bulk_create([arrival.log for arrival in arrivals])
         for arrival in arrivals:
             _count_finished(arrival.job, arrival.failure, announced=announced)
-        if units := sum(job.quota_taken for job in jobs):
-            usage_consume(account=jobs[0].account, units=units)
+
+
+def _insert_taking_units(jobs: Sequence[Job]) -> None:
+    """The jobs' rows in one multi-row INSERT and a unit of their account's quota for each that counts, in the
+    caller's transaction: on PostgreSQL one statement, the quota's UPDATE inside its WITH. When that took no units
+    (the period's usage row missing or too full) the general path takes them: it creates the row, or raises
+    QuotaExceeded, whose transaction takes the rows back out."""
+    units = sum(job.quota_taken for job in jobs)
+    if not units or sql.default_connection().vendor != "postgresql":
+        Job.objects.bulk_create(jobs)
+    elif _insert_with_units_in_one_statement(jobs, units):
+        return
+    if units:
+        usage_consume(account=jobs[0].account, units=units)
+
+
+def _insert_with_units_in_one_statement(jobs: Sequence[Job], units: int) -> bool:
+    """PostgreSQL: the jobs' rows, and ``units`` of their account's quota if that many are left, in one statement;
+    True if the units were taken. The rows are written either way."""
+    account = jobs[0].account
+    period_start, _ = current_period(account)
+    unit = [
+        units,
+        account.pk,
+        sql.db_value(UsagePeriod, "period_start", period_start),
+        account.limits.monthly_quota - units,
+    ]
+    with sql.default_connection().cursor() as cursor:
+        cursor.execute(_insert_taking_units_sql(len(jobs)), [*unit, *sql.insert_values(*jobs)])
+        (taken,) = cursor.fetchone()
+    for job in jobs:
+        job._state.adding = False  # stored, as bulk_create leaves a row it wrote
+    return bool(taken)
+
+
+@cache
+def _insert_taking_units_sql(rows: int) -> str:
+    # usage_consume's rule for several units: taken only while used + units <= the plan's quota. The INSERT runs
+    # whether the UPDATE took them or not (a WITH's statements all run); the caller then takes the general path.
+    used, account, period_start = (sql.column(UsagePeriod, name) for name in ("used", "account", "period_start"))
+    return f"""
+        WITH unit AS (
+            UPDATE {sql.table(UsagePeriod)} SET {used} = {used} + %s
+            WHERE {account} = %s AND {period_start} = %s AND {used} <= %s RETURNING 1
+        ), stored AS (
+            INSERT INTO {sql.table(Job)} ({sql.columns(Job)})
+            VALUES {sql.values_rows(rows, width=len(Job._meta.concrete_fields))}
+        )
+        SELECT count(*) FROM unit
+    """
 
 
 def _insert_attachments(jobs: Sequence[Job]) -> None:

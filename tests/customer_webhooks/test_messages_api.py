@@ -10,11 +10,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.models import AuditEntry, KeyScope
+from accounts.models import AuditEntry, KeyScope, UsagePeriod
 from accounts.plans import Plan
 from accounts.selectors import usage_get
 from accounts.services import api_key_create, usage_consume
@@ -62,7 +62,7 @@ def app(startup: Client) -> App:
     return AppFactory(account=startup.account, uid="customer-1")
 
 
-def test_a_message_fans_out_to_each_enabled_endpoint_taking_its_type_in_one_dispatch(
+def test_a_message_fans_out_to_each_enabled_endpoint_taking_its_type_each_task_published_at_commit(
     startup: Client, app: App, broker_messages: Messages, django_capture_on_commit_callbacks: Any
 ) -> None:
     every_type = EndpointFactory(app=app)
@@ -98,10 +98,50 @@ def test_a_message_fans_out_to_each_enabled_endpoint_taking_its_type_in_one_disp
     )
     assert (job.account_id, job.idempotency_key, job.quota_taken) == (startup.account.pk, None, True)
     assert _used(startup) == 2
-    # As a batch's: one task asks the dispatcher, whose run sends each delivery's.
-    assert broker_messages() == [{"task": "notifications.dispatch_jobs", "args": [], "priority": 0}]
+    # As a single send's: each delivery's task once the transaction commits, at a normal job's step; none is left
+    # for the dispatcher, whose run finds nothing due (the sweeper's time is a single send's).
+    assert sorted(broker_messages(), key=lambda m: m["args"]) == sorted(
+        ({"task": "notifications.deliver_job", "args": [str(job.id)], "priority": 5} for job in jobs.values()),
+        key=lambda m: m["args"],
+    )
+    assert all(job.requeue_at > timezone.now() + timedelta(seconds=50) for job in jobs.values())
     jobs_dispatch()
-    assert sorted(m["args"][0] for m in broker_messages()) == sorted(str(job.id) for job in jobs.values())
+    assert broker_messages() == []
+
+
+class RolledBack(Exception):
+    pass
+
+
+def _sent_then_rolled_back(app: App, *, enabled_endpoints: list[Endpoint]) -> None:
+    """A message stored (within the quota) in a caller's transaction that then rolls back."""
+    with transaction.atomic():
+        messages.message_send(
+            account=app.account,
+            app=app,
+            enabled_endpoints=enabled_endpoints,
+            event_type="invoice.paid",
+            payload=PAYLOAD,
+        )
+        raise RolledBack()
+
+
+def test_a_message_refused_publishes_nothing_and_a_rolled_back_one_neither(
+    free: Client, broker_messages: Messages, django_capture_on_commit_callbacks: Any
+) -> None:
+    app = AppFactory(account=free.account)
+    for _ in range(3):
+        EndpointFactory(app=app)
+    usage_consume(account=free.account, units=98)
+
+    with django_capture_on_commit_callbacks(execute=True) as published:
+        assert send(free, app).status_code == 403
+    with django_capture_on_commit_callbacks(execute=True) as published_later, pytest.raises(RolledBack):
+        _sent_then_rolled_back(app, enabled_endpoints=list(app.endpoints.all())[:2])
+
+    assert (published, published_later) == ([], [])
+    assert broker_messages() == []
+    assert (Message.objects.count(), Job.objects.count(), _used(free)) == (0, 0, 98)
 
 
 def test_a_delivery_keeps_the_endpoints_url_credentials_encrypted_apart(startup: Client, app: App) -> None:
@@ -140,6 +180,19 @@ def test_the_deliveries_are_stored_all_or_none_within_the_quota(free: Client) ->
     assert refused.json()["code"] == "quota_exceeded"
     assert refused.json()["error"].startswith("Monthly usage limit exceeded (98/100).")
     assert (Message.objects.count(), Job.objects.count(), _used(free)) == (0, 0, 98)
+
+
+def test_a_first_message_of_the_period_makes_its_usage_row_and_one_may_take_the_last_units(free: Client) -> None:
+    app = AppFactory(account=free.account)
+    for _ in range(3):
+        EndpointFactory(app=app)
+    UsagePeriod.objects.filter(account=free.account).delete()
+
+    accepted(send(free, app))
+    usage_consume(account=free.account, units=94)
+    accepted(send(free, app))
+
+    assert (Message.objects.count(), Job.objects.count(), _used(free)) == (2, 6, 100)
 
 
 def test_the_same_idempotency_key_again_is_a_409_and_stores_nothing(startup: Client, app: App) -> None:

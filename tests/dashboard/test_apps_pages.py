@@ -16,6 +16,7 @@ from accounts.models import Account, AuditAction, AuditEntry
 from core.crypto import decrypt
 from customer_webhooks.messages import message_send
 from customer_webhooks.models import App, Endpoint, Message
+from customer_webhooks.selectors import app_get_with_enabled_endpoints
 from notifications.engine.app_endpoints import FAILING, GONE
 from notifications.models import Job, JobStatus
 from tests.conftest import Client
@@ -456,12 +457,17 @@ def test_the_app_page_lists_its_live_messages_newest_first_25_a_page(holder: Hol
 def test_a_message_page_shows_each_delivery_and_links_its_job(holder: Holder, app: App, endpoint: Endpoint) -> None:
     browser, account = holder
     EndpointFactory(app=app, url="https://other.example/in", event_types=["user.created"])
-    sent = message_send(account=account, app=app, event_type="invoice.paid", payload={"invoice": "in_1"})
+    _, enabled = app_get_with_enabled_endpoints(account=account, app=str(app.id))
+    sent = message_send(
+        account=account, app=app, enabled_endpoints=enabled, event_type="invoice.paid", payload={"invoice": "in_1"}
+    )
     job = sent.deliveries[0]
     Job.objects.filter(id=job.id).update(
         status=JobStatus.PROCESSING, attempts=2, error_message="503 Service Unavailable"
     )
-    test_message = message_send(account=account, app=app, event_type="invoice.paid", payload={}, test=True)
+    test_message = message_send(
+        account=account, app=app, enabled_endpoints=enabled, event_type="invoice.paid", payload={}, test=True
+    )
 
     page = browser.get(f"{app_path(app)}messages/{sent.message.id}/")
 
