@@ -169,8 +169,8 @@ def insert_batch(
     jobs: Sequence[Job], *, arrivals: Sequence[ArrivalFailure], announced: bool, savepoint: bool = True
 ) -> None:
     """Stores a batch of one account's new jobs, ``arrivals``' among them, and takes a unit of its quota for each
-    that counts (``quota_taken``): all or none, in one transaction, the jobs in one multi-row INSERT, their tags and
-    their attachments in one more each.
+    that counts (``quota_taken``): all or none, in one transaction, the jobs in one multi-row INSERT (on PostgreSQL
+    the statement that takes their units too), their tags and their attachments in one more each.
 
     The INSERT comes first, as in `insert`: a key taken meanwhile raises IntegrityError before the quota's row is
     locked, and the caller checks its keys again. Raises the account's QuotaExceeded otherwise.
@@ -200,6 +200,7 @@ def _insert_taking_units(jobs: Sequence[Job]) -> None:
         usage_consume(account=jobs[0].account, units=units)
 
 
+# Off the framework's road: docs/departures.md, "raw-sql-job-store".
 def _insert_with_units_in_one_statement(jobs: Sequence[Job], units: int) -> bool:
     """PostgreSQL: the jobs' rows, and ``units`` of their account's quota if that many are left, in one statement;
     True if the units were taken. The rows are written either way."""
