@@ -15,7 +15,7 @@ from notifications.engine import queue
 from notifications.engine.processing import jobs_dispatch
 from notifications.models import Job
 from tests.conftest import Client
-from tests.factories import JobFactory
+from tests.factories import AppFactory, EndpointFactory, JobFactory
 
 
 @pytest.fixture
@@ -87,3 +87,25 @@ def test_the_dispatcher_leaves_the_rest_of_its_run_to_the_sweeper_once_the_broke
     for job in Job.objects.filter(id__in=[job.id for job in jobs]):
         assert job.requeue_at is not None
         assert job.requeue_at <= timezone.now()  # due again for the sweeper's first tick once the broker answers
+
+
+@pytest.mark.usefixtures("broker_down")
+@pytest.mark.django_db(transaction=True)
+def test_a_messages_deliveries_stand_when_the_broker_is_down_and_are_due_for_the_sweeper(
+    startup: Client, caplog: Any
+) -> None:
+    app = AppFactory(account=startup.account)
+    for _ in range(3):
+        EndpointFactory(app=app)
+    started = time.monotonic()
+
+    response = startup.post(f"/api/v1/apps/{app.id}/messages", {"eventType": "invoice.paid", "payload": {}})
+
+    assert response.status_code == 202
+    # Published together: one failure, not three publishes waiting out their retries.
+    assert time.monotonic() - started < 5
+    assert caplog.text.count("will be re-sent by the sweeper") == 1
+    assert "3 job(s) will be re-sent by the sweeper" in caplog.text
+    jobs = Job.objects.filter(message_id=response.json()["data"]["messageId"])
+    assert [job.status for job in jobs] == ["pending"] * 3
+    assert all(job.requeue_at is not None and job.requeue_at <= timezone.now() for job in jobs)
