@@ -54,7 +54,8 @@ def jobs_enqueue(jobs: Sequence[tuple[UUID, int]], *, countdown: float | None = 
     retries in turn (a task sent twice finds its job claimed, or finished, and does nothing)."""
     connection, producer = _producer()
     try:
-        with producer.batch() if len(jobs) > 1 else nullcontext():
+        # kombu-stubs predate Producer.batch (kombu 5.7, requirements.lock).
+        with producer.batch() if len(jobs) > 1 else nullcontext():  # type: ignore[attr-defined]
             for job_id, priority in jobs:
                 _publish(
                     producer,
