@@ -3,10 +3,11 @@ code against another revision's (``--against``).
 
 A wall-clock comparison (accept) on a 2-core machine moves by a few percent from run to run, as much as the change it
 judges; an instruction count does not move with the machine's other load. Each side gets a database of its own,
-migrated by its own code, with one account (Free, with a rate and a quota of its own so none is limited). Then a
-process of each side's code runs under callgrind with its counting off: it sets Django up and makes WARMUP sends
-through Django's test client (the whole request: middleware, authentication, the rate limit, the view, the
-statements), then turns the counting on (``callgrind_control -i on``), makes ``--sends`` more, and turns it off. What
+migrated by its own code, with one account (Free, with a rate and a quota of its own so none is limited; for
+``--send message`` with an app of 10 endpoints, as bench/messages.py's). Then a process of each side's code runs
+under callgrind with its counting off: it sets Django up and makes WARMUP sends through Django's test client (the
+whole request: middleware, authentication, the rate limit, the view, the statements), then turns the counting on
+(``callgrind_control -i on``), makes ``--sends`` more, and turns it off. What
 was counted, over ``--sends``, is one send's instructions in the web process: not the set-up, whose count varies
 from run to run by more than a send's change (where the interpreter puts objects moves how their hashes collide),
 not gunicorn's (the same on both sides), nor PostgreSQL's or Redis's: a change to what a send asks them is judged by
