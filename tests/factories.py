@@ -7,7 +7,9 @@ import factory
 from django.utils import timezone
 
 from core.crypto import encrypt
+from customer_webhooks.messages import MessageSent, message_send
 from customer_webhooks.models import App, Endpoint
+from customer_webhooks.selectors import app_get_with_enabled_endpoints
 from notifications.destination import job_destination
 from notifications.models import DeliveryLog, Job, JobStatus, JobTag, JobType
 from notifications.services import job_labels
@@ -79,6 +81,14 @@ class AppFactory(factory.django.DjangoModelFactory):
         model = App
 
     name = factory.Sequence(lambda n: f"Customer {n}")
+
+
+def message_sent(*, app: App, event_type: str, payload: dict[str, object], test: bool = False) -> MessageSent:
+    """A message to the app's enabled endpoints taking ``event_type``, sent as the messages API sends one."""
+    _, enabled = app_get_with_enabled_endpoints(account=app.account, app=str(app.id))
+    return message_send(
+        account=app.account, app=app, enabled_endpoints=enabled, event_type=event_type, payload=payload, test=test
+    )
 
 
 # An endpoint's secret as the API makes one (docs/customer-webhooks.md): ``whsec_`` and base64.

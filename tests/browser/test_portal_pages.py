@@ -18,7 +18,6 @@ from accounts.models import Account, AuditEntry
 from accounts.plans import Plan
 from accounts.services import account_create
 from core.crypto import decrypt
-from customer_webhooks.messages import message_send
 from customer_webhooks.models import App, Endpoint
 from notifications.models import Job, JobStatus
 from tests.browser.pages import (
@@ -29,7 +28,7 @@ from tests.browser.pages import (
     expect_whole_on_screen,
 )
 from tests.browser.test_content_security_policy import REFUSED, expect_strict
-from tests.factories import AppFactory, DeliveryLogFactory
+from tests.factories import AppFactory, DeliveryLogFactory, message_sent
 
 pytestmark = pytest.mark.browser
 
@@ -108,7 +107,7 @@ def test_a_holder_makes_a_link_and_a_customer_opens_it_adds_an_endpoint_reveals_
     entries = AuditEntry.objects.filter(account=app.account, action="endpoint.created")
     assert list(entries.values_list("actor", flat=True)) == ["portal:globex"]
 
-    sent = message_send(account=app.account, app=app, event_type="invoice.paid", payload={"invoice": "in_7"})
+    sent = message_sent(app=app, event_type="invoice.paid", payload={"invoice": "in_7"})
     job = sent.deliveries[0]
     Job.objects.filter(id=job.id).update(status=JobStatus.FAILED, attempts=1, error_message="503 Service Unavailable")
     DeliveryLogFactory(job_id=job.id, attempt=1, response_status=503, duration_ms=1204)

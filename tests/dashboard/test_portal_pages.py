@@ -17,14 +17,13 @@ from django.utils import timezone
 
 from accounts.models import Account, AuditEntry
 from accounts.services import account_delete
-from customer_webhooks.messages import message_send
 from customer_webhooks.models import App, Endpoint
 from customer_webhooks.portal import LINK_SALT, SESSION_SALT, PortalGrant, portal_grant_read, portal_link_create
 from dashboard.views.portal import SESSION_COOKIE
 from notifications.models import Job, JobStatus
 from tests.conftest import Client
 from tests.dashboard.pages import page_html, page_text
-from tests.factories import ENDPOINT_SECRET, AppFactory, DeliveryLogFactory, EndpointFactory
+from tests.factories import ENDPOINT_SECRET, AppFactory, DeliveryLogFactory, EndpointFactory, message_sent
 
 PORTAL = "/portal/"
 ACTOR = "portal:customer-1"
@@ -288,7 +287,7 @@ def test_the_customer_reveals_and_rotates_the_secret(app: App, account: Account,
 def test_another_apps_endpoint_or_message_is_refused_and_left_alone(app: App, account: Account) -> None:
     other_app = AppFactory(account=account, uid="other")
     other = EndpointFactory(app=other_app, url="https://other.example/in")
-    sent = message_send(account=account, app=other_app, event_type="invoice.paid", payload={})
+    sent = message_sent(app=other_app, event_type="invoice.paid", payload={})
     browser = opened(app)
 
     for path in ("", "secret/", "disable/", "delete/"):
@@ -305,7 +304,7 @@ def test_another_apps_endpoint_or_message_is_refused_and_left_alone(app: App, ac
 def test_the_customer_reads_a_messages_attempts_and_resends_a_failed_delivery(
     app: App, account: Account, endpoint: Endpoint
 ) -> None:
-    sent = message_send(account=account, app=app, event_type="invoice.paid", payload={"invoice": "in_1"})
+    sent = message_sent(app=app, event_type="invoice.paid", payload={"invoice": "in_1"})
     job = sent.deliveries[0]
     Job.objects.filter(id=job.id).update(status=JobStatus.FAILED, attempts=1, error_message="503 Service Unavailable")
     DeliveryLogFactory(job_id=job.id, attempt=1, response_status=503, duration_ms=41)
@@ -330,7 +329,7 @@ def test_the_customer_reads_a_messages_attempts_and_resends_a_failed_delivery(
     # Queued already: nothing to resend, and the page says why.
     again = browser.post(f"{PORTAL}messages/{sent.message.id}/deliveries/{job.id}/resend/", follow=True)
     assert "Job not found or cannot be retried (must be in failed status)" in page_text(again)
-    other = message_send(account=account, app=AppFactory(account=account), event_type="x.y", payload={})
+    other = message_sent(app=AppFactory(account=account), event_type="x.y", payload={})
     assert browser.post(f"{PORTAL}messages/{other.message.id}/deliveries/{job.id}/resend/").status_code == 404
     assert browser.post(f"{PORTAL}messages/{sent.message.id}/deliveries/{other.message.id}/resend/").status_code == 404
 
