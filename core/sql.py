@@ -11,7 +11,8 @@ This is the one way a raw statement is written here (each stands in a file docs/
 - a value goes in prepared by its field: `db_value`, `set_values`, or `insert_values` for a new row;
 - a row comes back through `from_row`, the whole model or the ``fields`` the statement selected;
 - an ``IN (...)`` list is `in_list`, a multi-row ``VALUES`` is `values_rows`, cut to the database's
-  parameter limit by `in_batches`;
+  parameter limit by `in_batches`; or, on a hot path, the rows' columns as arrays: `unnest_columns` and
+  `unnest_values`;
 - the statement's text is built once, as a module constant or under ``functools.cache``, never per call.
 """
 
@@ -92,6 +93,24 @@ def insert_values(*instances: models.Model, fields: FieldNames = None) -> list[A
     db = default_connection()
     model_fields = _fields(type(instances[0]), fields)
     return [field.get_db_prep_save(field.pre_save(row, add=True), db) for row in instances for field in model_fields]
+
+
+@cache
+def unnest_columns(model: type[models.Model], *, fields: FieldNames = None) -> str:
+    """``unnest(%s::type[], ...)``: one array parameter a column (every concrete field by default), the rows of an
+    ``INSERT ... SELECT * FROM`` it whose text and parameters do not grow with the rows. psycopg converts a
+    statement's placeholders once and keeps it only for statements of at most 50 parameters
+    (psycopg/_queries.py, ``MAX_CACHED_STATEMENT_PARAMS``): ten rows of a wide table in a ``VALUES`` are converted on
+    every call; as arrays, once."""
+    db = default_connection()
+    return "unnest(" + ", ".join(f"%s::{field.db_type(db)}[]" for field in _fields(model, fields)) + ")"
+
+
+def unnest_values(*instances: models.Model, fields: FieldNames = None) -> list[list[Any]]:
+    """The rows' values for `unnest_columns`: column by column, each prepared as `insert_values` prepares it."""
+    db = default_connection()
+    model_fields = _fields(type(instances[0]), fields)
+    return [[field.get_db_prep_save(field.pre_save(row, add=True), db) for row in instances] for field in model_fields]
 
 
 def db_value(model: type[models.Model], field_name: str, value: Any) -> Any:

@@ -40,7 +40,7 @@ from notifications.delivery.webhook import send as send_webhook
 from notifications.delivery.wire import json_bytes
 from notifications.destination import job_destination
 from notifications.engine import store
-from notifications.engine.queue import dispatch_soon, job_enqueue, jobs_enqueue
+from notifications.engine.queue import dispatch_soon, job_enqueue, jobs_enqueue_soon
 from notifications.engine.transitions import NextState
 from notifications.models import SKIPPED_RECIPIENTS, DestinationHealth, Job, JobStatus, JobType
 from notifications.observability import job_accepted, job_failed_on_arrival
@@ -288,8 +288,9 @@ def jobs_store_together(
     """Stores new jobs of one account and mode, a batch's or a message's deliveries (docs/rules.md, "Batches"): one
     multi-row INSERT with the quota's units for all of them, all or none, in the caller's transaction, ``arrivals``
     failed on arrival. Once it commits, those due now go out: with ``tasks_at_commit`` (a message's, at most
-    ENDPOINTS_PER_APP) each job's task is published, as a single send's is; else one task asks the dispatcher to
-    send them (a batch's hundred: one publish in the request). Raises the account's QuotaExceeded, storing nothing.
+    ENDPOINTS_PER_APP) one task carries them to a worker, which publishes each job's task; stored as a single send
+    is, a lost one comes back at a single send's time. Else one task asks the dispatcher to send them (a batch's
+    hundred). Either way the request pays one publish. Raises the account's QuotaExceeded, storing nothing.
     ``savepoint``: as store.insert_batch takes it."""
     if not jobs:
         return
@@ -304,10 +305,10 @@ def jobs_store_together(
         for job in due_now:
             job.requeue_at = now
     store.insert_batch(jobs, arrivals=arrivals, announced=announced, savepoint=savepoint)
-    if due_now:
-        transaction.on_commit(
-            partial(jobs_enqueue, [(job.id, job.priority) for job in due_now]) if tasks_at_commit else dispatch_soon
-        )
+    if due_now and tasks_at_commit:
+        transaction.on_commit(partial(jobs_enqueue_soon, [(job.id, job.priority) for job in due_now]))
+    elif due_now:
+        transaction.on_commit(dispatch_soon)
     if announced:
         transaction.on_commit(finished_jobs_announce_soon)
     for job in queued:

@@ -20,7 +20,7 @@ from notifications.engine.processing import (
     jobs_dispatch,
     jobs_sweep,
 )
-from notifications.engine.queue import DELIVER_TASK, DISPATCH_TASK
+from notifications.engine.queue import DELIVER_TASK, DISPATCH_TASK, ENQUEUE_TASK, jobs_carried, jobs_enqueue
 from notifications.outcomes import ANNOUNCE_TASK, finished_jobs_announce
 from notifications.services import disabled_endpoint_alert, failing_destination_alert, finished_jobs_purge
 
@@ -36,6 +36,11 @@ def deliver_job(self: Task, job_id: str) -> None:
         # database answers, instead of when the sweeper's requeue time comes (docs/delivery-engine.md).
         logger.warning("Job %s: database unavailable for the claim, trying again: %s", job_id, error)
         raise self.retry(countdown=min(1 + self.request.retries, CLAIM_RETRY_MAX_SECONDS)) from error
+
+
+@shared_task(name=ENQUEUE_TASK)
+def enqueue_jobs(*jobs: str) -> None:
+    jobs_enqueue(jobs_carried(jobs))
 
 
 @shared_task(name=ANNOUNCE_TASK)

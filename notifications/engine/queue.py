@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 DELIVER_TASK = "notifications.deliver_job"
 # The dispatcher: beat runs it every JOB_DISPATCH_INTERVAL_SECONDS, and a batch of sends asks for a run at once.
 DISPATCH_TASK = "notifications.dispatch_jobs"
+# Several new jobs' tasks published by a worker (a message's deliveries): the request publishes this one.
+ENQUEUE_TASK = "notifications.enqueue_jobs"
 # Job priority (1 high, 5 normal, 10 low) to the Redis transport's steps, where 0 is consumed first.
 BROKER_PRIORITY = {1: 0, 5: 5, 10: 9}
 # The step consumed last: what must wait for every job (an event's delivery, an alert to a holder).
@@ -68,6 +70,23 @@ def jobs_enqueue(jobs: Sequence[tuple[UUID, int]], *, countdown: float | None = 
         _drop_producer()
         logger.warning("Broker unreachable; %d job(s) will be re-sent by the sweeper: %s", len(jobs), error)
         _leave_to_the_sweeper([job_id for job_id, _ in jobs], countdown=countdown)
+
+
+def jobs_enqueue_soon(jobs: Sequence[tuple[UUID, int]]) -> None:
+    """`jobs_enqueue` in a worker: one task carrying the jobs (``<id>:<priority>`` each), on the first step, whose
+    run publishes their tasks, so the request pays one publish for them all. The broker refusing it leaves the jobs
+    to the sweeper, as `jobs_enqueue` does; the task lost once taken, their requeue time, a single send's, brings
+    them back."""
+    carried = (f"{job_id}:{priority}" for job_id, priority in jobs)
+    error = task_publish(ENQUEUE_TASK, *carried, priority=BROKER_PRIORITY[1])
+    if error is not None:
+        logger.warning("Broker unreachable; %d job(s) will be re-sent by the sweeper: %s", len(jobs), error)
+        _leave_to_the_sweeper([job_id for job_id, _ in jobs], countdown=None)
+
+
+def jobs_carried(arguments: Sequence[str]) -> list[tuple[UUID, int]]:
+    """The jobs an ENQUEUE_TASK carries, as `jobs_enqueue_soon` wrote them."""
+    return [(UUID(job_id), int(priority)) for job_id, _, priority in (job.partition(":") for job in arguments)]
 
 
 def dispatch_soon() -> None:

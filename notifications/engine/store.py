@@ -213,7 +213,7 @@ def _insert_with_units_in_one_statement(jobs: Sequence[Job], units: int) -> bool
         account.limits.monthly_quota - units,
     ]
     with sql.default_connection().cursor() as cursor:
-        cursor.execute(_insert_taking_units_sql(len(jobs)), [*unit, *sql.insert_values(*jobs)])
+        cursor.execute(_insert_taking_units_sql(), [*unit, *sql.unnest_values(*jobs)])
         (taken,) = cursor.fetchone()
     for job in jobs:
         job._state.adding = False  # stored, as bulk_create leaves a row it wrote
@@ -221,9 +221,10 @@ def _insert_with_units_in_one_statement(jobs: Sequence[Job], units: int) -> bool
 
 
 @cache
-def _insert_taking_units_sql(rows: int) -> str:
+def _insert_taking_units_sql() -> str:
     # usage_consume's rule for several units: taken only while used + units <= the plan's quota. The INSERT runs
-    # whether the UPDATE took them or not (a WITH's statements all run); the caller then takes the general path.
+    # whether the UPDATE took them or not (a WITH's statements all run); the caller then takes the general path. The
+    # rows come as one array a column: one text and 34 parameters for any number of rows (core/sql.py).
     used, account, period_start = (sql.column(UsagePeriod, name) for name in ("used", "account", "period_start"))
     return f"""
         WITH unit AS (
@@ -231,7 +232,7 @@ def _insert_taking_units_sql(rows: int) -> str:
             WHERE {account} = %s AND {period_start} = %s AND {used} <= %s RETURNING 1
         ), stored AS (
             INSERT INTO {sql.table(Job)} ({sql.columns(Job)})
-            VALUES {sql.values_rows(rows, width=len(Job._meta.concrete_fields))}
+            SELECT * FROM {sql.unnest_columns(Job)}
         )
         SELECT count(*) FROM unit
     """

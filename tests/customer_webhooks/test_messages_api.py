@@ -23,6 +23,7 @@ from customer_webhooks import messages
 from customer_webhooks.models import App, Endpoint, Message
 from notifications.engine.processing import jobs_dispatch
 from notifications.models import Job, JobStatus
+from notifications.tasks import enqueue_jobs
 from tests.api.test_envelope import assert_error
 from tests.clients import APIClient
 from tests.conftest import Client
@@ -62,7 +63,7 @@ def app(startup: Client) -> App:
     return AppFactory(account=startup.account, uid="customer-1")
 
 
-def test_a_message_fans_out_to_each_enabled_endpoint_taking_its_type_each_task_published_at_commit(
+def test_a_message_fans_out_to_each_enabled_endpoint_taking_its_type_its_tasks_carried_at_commit(
     startup: Client, app: App, broker_messages: Messages, django_capture_on_commit_callbacks: Any
 ) -> None:
     every_type = EndpointFactory(app=app)
@@ -98,8 +99,13 @@ def test_a_message_fans_out_to_each_enabled_endpoint_taking_its_type_each_task_p
     )
     assert (job.account_id, job.idempotency_key, job.quota_taken) == (startup.account.pk, None, True)
     assert _used(startup) == 2
-    # As a single send's: each delivery's task once the transaction commits, at a normal job's step; none is left
-    # for the dispatcher, whose run finds nothing due (the sweeper's time is a single send's).
+    # Once the transaction commits, one task on the first step carries the deliveries to a worker; its run publishes
+    # each delivery's task at a normal job's step. None is left for the dispatcher, whose run finds nothing due (the
+    # sweeper's time is a single send's).
+    (carrier,) = broker_messages()
+    assert (carrier["task"], carrier["priority"]) == ("notifications.enqueue_jobs", 0)
+    assert sorted(carrier["args"]) == sorted(f"{job.id}:5" for job in jobs.values())
+    enqueue_jobs(*carrier["args"])
     assert sorted(broker_messages(), key=lambda m: m["args"]) == sorted(
         ({"task": "notifications.deliver_job", "args": [str(job.id)], "priority": 5} for job in jobs.values()),
         key=lambda m: m["args"],
