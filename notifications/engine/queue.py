@@ -7,7 +7,6 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -50,22 +49,19 @@ def job_enqueue(*, job_id: UUID, priority: int, countdown: float | None = None) 
 
 
 def jobs_enqueue(jobs: Sequence[tuple[UUID, int]], *, countdown: float | None = None) -> None:
-    """`job_enqueue` for many jobs, each ``(id, priority)``: their tasks go to the broker together, in one round trip
-    on Redis (kombu's ``Producer.batch``, a pipeline) however many there are. When the broker fails, which of them
-    it took is not known: all are left to the sweeper in one statement, instead of each waiting out the publish's
-    retries in turn (a task sent twice finds its job claimed, or finished, and does nothing)."""
+    """`job_enqueue` for many jobs, each ``(id, priority)``, their tasks published one after the other. When the
+    broker fails, all are left to the sweeper in one statement, instead of each waiting out the publish's retries in
+    turn (a task sent twice finds its job claimed, or finished, and does nothing)."""
     connection, producer = _producer()
     try:
-        # kombu-stubs predate Producer.batch (kombu 5.7, requirements.lock).
-        with producer.batch() if len(jobs) > 1 else nullcontext():  # type: ignore[attr-defined]
-            for job_id, priority in jobs:
-                _publish(
-                    producer,
-                    task=DELIVER_TASK,
-                    arguments=(str(job_id),),
-                    priority=BROKER_PRIORITY[priority],
-                    countdown=countdown,
-                )
+        for job_id, priority in jobs:
+            _publish(
+                producer,
+                task=DELIVER_TASK,
+                arguments=(str(job_id),),
+                priority=BROKER_PRIORITY[priority],
+                countdown=countdown,
+            )
     except _broker_failures(connection) as error:
         _drop_producer()
         logger.warning("Broker unreachable; %d job(s) will be re-sent by the sweeper: %s", len(jobs), error)
