@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from types import ModuleType
+
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import URLPattern, path
 
 from dashboard.views import (
     apps,
@@ -20,6 +22,30 @@ from dashboard.views import (
     webhooks,
 )
 from dashboard.views.auth import PasswordResetView, SignInView, SignUpView
+
+
+def app_pages(root: str, views: ModuleType, *, name: str) -> list[URLPattern]:
+    """One app's pages (dashboard/views/app_pages.py) below ``root``, named ``name`` and ``<name>-<page>``: ``views``
+    is the module of their classes, dashboard/views/apps.py for the holder or dashboard/views/portal.py for the
+    app's customer."""
+    endpoint, message = "endpoints/<uuid:endpoint_id>/", "messages/<uuid:message_id>/"
+    return [
+        path(root, views.AppView.as_view(), name=name),
+        path(root + endpoint, views.EndpointView.as_view(), name=f"{name}-endpoint"),
+        path(root + endpoint + "disable/", views.EndpointDisableView.as_view(), name=f"{name}-endpoint-disable"),
+        path(root + endpoint + "enable/", views.EndpointEnableView.as_view(), name=f"{name}-endpoint-enable"),
+        path(root + endpoint + "delete/", views.EndpointDeleteView.as_view(), name=f"{name}-endpoint-delete"),
+        path(root + endpoint + "secret/", views.EndpointSecretView.as_view(), name=f"{name}-endpoint-secret"),
+        path(root + endpoint + "rotate/", views.EndpointRotateView.as_view(), name=f"{name}-endpoint-rotate"),
+        path(root + endpoint + "recover/", views.EndpointRecoverView.as_view(), name=f"{name}-endpoint-recover"),
+        path(root + message, views.MessageView.as_view(), name=f"{name}-message"),
+        path(
+            root + message + "deliveries/<uuid:job_id>/resend/",
+            views.DeliveryResendView.as_view(),
+            name=f"{name}-delivery-resend",
+        ),
+    ]
+
 
 urlpatterns = [
     path("", pages.landing, name="landing"),
@@ -87,91 +113,15 @@ urlpatterns = [
         "dashboard/templates/<uuid:template_id>/delete/", templates.TemplateDeleteView.as_view(), name="template-delete"
     ),
     path("dashboard/apps/", apps.AppsView.as_view(), name="apps"),
-    path("dashboard/apps/<uuid:app_id>/", apps.AppView.as_view(), name="app"),
     path("dashboard/apps/<uuid:app_id>/edit/", apps.AppEditView.as_view(), name="app-edit"),
     path("dashboard/apps/<uuid:app_id>/delete/", apps.AppDeleteView.as_view(), name="app-delete"),
     path("dashboard/apps/<uuid:app_id>/portal-link/", apps.AppPortalLinkView.as_view(), name="app-portal-link"),
     path("dashboard/apps/<uuid:app_id>/portal-revoke/", apps.AppPortalRevokeView.as_view(), name="app-portal-revoke"),
     # One app's pages below its own (dashboard/views/app_pages.py): their templates name them from the app's URL.
-    path(
-        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/", apps.EndpointView.as_view(), name="app-endpoint"
-    ),
-    path(
-        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/disable/",
-        apps.EndpointDisableView.as_view(),
-        name="app-endpoint-disable",
-    ),
-    path(
-        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/enable/",
-        apps.EndpointEnableView.as_view(),
-        name="app-endpoint-enable",
-    ),
-    path(
-        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/delete/",
-        apps.EndpointDeleteView.as_view(),
-        name="app-endpoint-delete",
-    ),
-    path(
-        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/secret/",
-        apps.EndpointSecretView.as_view(),
-        name="app-endpoint-secret",
-    ),
-    path(
-        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/rotate/",
-        apps.EndpointRotateView.as_view(),
-        name="app-endpoint-rotate",
-    ),
-    path(
-        "dashboard/apps/<uuid:app_id>/endpoints/<uuid:endpoint_id>/recover/",
-        apps.EndpointRecoverView.as_view(),
-        name="app-endpoint-recover",
-    ),
-    path("dashboard/apps/<uuid:app_id>/messages/<uuid:message_id>/", apps.MessageView.as_view(), name="app-message"),
-    path(
-        "dashboard/apps/<uuid:app_id>/messages/<uuid:message_id>/deliveries/<uuid:job_id>/resend/",
-        apps.DeliveryResendView.as_view(),
-        name="app-delivery-resend",
-    ),
+    *app_pages("dashboard/apps/<uuid:app_id>/", apps, name="app"),
     # The consumer portal (docs/customer-webhooks.md, "Consumer portal"): one app's pages again, for its customer,
     # below /portal/, which the session cookie names; the link that opens it is the one path with a token.
-    path("portal/", portal.AppView.as_view(), name="portal"),
-    path("portal/endpoints/<uuid:endpoint_id>/", portal.EndpointView.as_view(), name="portal-endpoint"),
-    path(
-        "portal/endpoints/<uuid:endpoint_id>/disable/",
-        portal.EndpointDisableView.as_view(),
-        name="portal-endpoint-disable",
-    ),
-    path(
-        "portal/endpoints/<uuid:endpoint_id>/enable/",
-        portal.EndpointEnableView.as_view(),
-        name="portal-endpoint-enable",
-    ),
-    path(
-        "portal/endpoints/<uuid:endpoint_id>/delete/",
-        portal.EndpointDeleteView.as_view(),
-        name="portal-endpoint-delete",
-    ),
-    path(
-        "portal/endpoints/<uuid:endpoint_id>/secret/",
-        portal.EndpointSecretView.as_view(),
-        name="portal-endpoint-secret",
-    ),
-    path(
-        "portal/endpoints/<uuid:endpoint_id>/rotate/",
-        portal.EndpointRotateView.as_view(),
-        name="portal-endpoint-rotate",
-    ),
-    path(
-        "portal/endpoints/<uuid:endpoint_id>/recover/",
-        portal.EndpointRecoverView.as_view(),
-        name="portal-endpoint-recover",
-    ),
-    path("portal/messages/<uuid:message_id>/", portal.MessageView.as_view(), name="portal-message"),
-    path(
-        "portal/messages/<uuid:message_id>/deliveries/<uuid:job_id>/resend/",
-        portal.DeliveryResendView.as_view(),
-        name="portal-delivery-resend",
-    ),
+    *app_pages("portal/", portal, name="portal"),
     path("portal/<str:token>/", portal.PortalOpenView.as_view(), name="portal-open"),
     path("dashboard/audit/", audit.AuditView.as_view(), name="audit"),
     path("dashboard/account/", pages.AccountView.as_view(), name="account"),
