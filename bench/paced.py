@@ -1,8 +1,8 @@
 """rate-limit: an app's endpoint limited to 10 deliveries a second beside an unlimited one, on the app's workers.
 
-Each round delivers ``--jobs`` messages to the unlimited endpoint alone (the baseline), then the same number again
+Each round delivers ``--jobs`` messages to the unlimited endpoint alone (the baseline) and the same number again
 with the limited endpoint's deliveries interleaved among them: enough of those to keep it busy for half as long again
-as the baseline took. The limited endpoint must receive 10 ± 1 a second, in every full second of its run, and the
+as the baseline took. Odd rounds run the baseline first, even rounds second. The limited endpoint must receive 10 ± 1 a second, in every full second of its run, and the
 unlimited one's deliveries a second must stay at least 0.90 of its baseline: a delivery that waits for its turn is
 handed back and frees its worker (docs/customer-webhooks.md, "Rate limit"). bench/README.md says how to read it.
 """
@@ -96,31 +96,55 @@ def messages(endpoints: list[object]) -> list[str]:
     return [str(message.id) for message in stored]
 
 
-def deliver(d: Delivery, order: list[object]) -> tuple[list[str], dict[str, float], float]:
-    """Sends ``order``'s messages; the ids, each first arrival (monotonic seconds) and when publishing began."""
+@dataclass(frozen=True)
+class Run:
+    ids: list[str]
+    arrived: dict[str, float]  # each id's first arrival, monotonic seconds on the receiver's clock
+    start: float  # when publishing began
+
+    @property
+    def seconds(self) -> float:
+        return max(self.arrived.values()) - self.start
+
+
+def deliver(d: Delivery, order: list[object]) -> Run:
+    """Sends ``order``'s messages to a receiver cleared of the run before (its arrivals would make the wait fetch
+    them all every 50 ms: CPU taken from the workers of the second run only)."""
+    d.client.reset()
     started = time.monotonic()  # the receiver's clock
     ids = messages(order)
     dump = d.client.wait_for(ids, stall_seconds=STALL_SECONDS)
-    return ids, dump.first_arrivals(ids), started
+    return Run(ids, dump.first_arrivals(ids), started)
 
 
-def paced_round(d: Delivery, e: Endpoints, number: int) -> PacedRound:
-    jobs, rate_limit = d.args.jobs, d.args.rate_limit
-    log(f"rate-limit: round {number}, {jobs} deliveries to the unlimited endpoint alone")
-    ids, arrived, start = deliver(d, [e.unlimited] * jobs)
-    alone_seconds = max(arrived.values()) - start
-    limited_count = max(rate_limit * 3, math.ceil(rate_limit * alone_seconds * LIMITED_SPAN))
-    log(f"rate-limit: round {number}, the same beside {limited_count} to the endpoint limited to {rate_limit}/s")
-    # Interleaved: the limited endpoint's deliveries spread through the queue, as a steady stream would put them.
+def interleaved(e: Endpoints, jobs: int, limited_count: int) -> list[object]:
+    """The limited endpoint's deliveries spread through the unlimited one's, as a steady stream would queue them."""
     step = max(1, jobs // limited_count)
     order = [e.unlimited] * jobs
     for place in range(limited_count):
         order.insert(min(place * (step + 1), len(order)), e.limited)
-    ids_beside, arrived_beside, start_beside = deliver(d, order)
-    unlimited_ids = {id_ for id_, endpoint in zip(ids_beside, order, strict=True) if endpoint is e.unlimited}
-    unlimited_times = [at for id_, at in arrived_beside.items() if id_ in unlimited_ids]
-    limited_times = sorted(at for id_, at in arrived_beside.items() if id_ not in unlimited_ids)
-    d.client.reset()
+    return order
+
+
+def paced_round(d: Delivery, e: Endpoints, number: int, alone_seconds: float) -> PacedRound:
+    """Odd rounds deliver alone first, even rounds beside first (sized by the last alone run): a drift of the
+    machine's speed over the minutes favours neither side."""
+    jobs, rate_limit = d.args.jobs, d.args.rate_limit
+    alone_first = number % 2 == 1
+    if alone_first:
+        log(f"rate-limit: round {number}, {jobs} deliveries to the unlimited endpoint alone")
+        alone = deliver(d, [e.unlimited] * jobs)
+        alone_seconds = alone.seconds
+    limited_count = max(rate_limit * 3, math.ceil(rate_limit * alone_seconds * LIMITED_SPAN))
+    log(f"rate-limit: round {number}, {jobs} beside {limited_count} to the endpoint limited to {rate_limit}/s")
+    order = interleaved(e, jobs, limited_count)
+    beside = deliver(d, order)
+    if not alone_first:
+        log(f"rate-limit: round {number}, {jobs} deliveries to the unlimited endpoint alone")
+        alone = deliver(d, [e.unlimited] * jobs)
+    unlimited_ids = {id_ for id_, endpoint in zip(beside.ids, order, strict=True) if endpoint is e.unlimited}
+    unlimited_times = [at for id_, at in beside.arrived.items() if id_ in unlimited_ids]
+    limited_times = sorted(at for id_, at in beside.arrived.items() if id_ not in unlimited_ids)
     span = limited_times[-1] - limited_times[0] if len(limited_times) > 1 else math.nan
     full_seconds = int(span) if span == span else 0
     per_second = [
@@ -129,20 +153,34 @@ def paced_round(d: Delivery, e: Endpoints, number: int) -> PacedRound:
     ]
     return PacedRound(
         number,
-        alone=len(arrived) / alone_seconds,
-        beside=len(unlimited_times) / (max(unlimited_times) - start_beside),
+        alone=len(alone.arrived) / alone.seconds,
+        beside=len(unlimited_times) / (max(unlimited_times) - beside.start),
         limited=len(limited_times),
         limited_rate=(len(limited_times) - 1) / span if span else math.nan,
         per_second=per_second,
-        seconds=max(arrived_beside.values()) - start_beside,
-        every_one=len(arrived) == len(ids) and len(arrived_beside) == len(ids_beside),
+        seconds=beside.seconds,
+        every_one=len(alone.arrived) == len(alone.ids) and len(beside.arrived) == len(beside.ids),
     )
+
+
+def paced_rounds(d: Delivery, e: Endpoints) -> list[PacedRound]:
+    rounds: list[PacedRound] = []
+    for number in range(1, d.args.rounds + 1):
+        alone_seconds = d.args.jobs / rounds[-1].alone if rounds else math.nan  # unread in round 1, alone first
+        rounds.append(paced_round(d, e, number, alone_seconds))
+    return rounds
 
 
 def options(parser: argparse.ArgumentParser) -> None:
     option(parser, "jobs", 3000, "deliveries to the unlimited endpoint per run", env="rate_limit")
     option(parser, "rate-limit", 10, "the limited endpoint's deliveries a second", env="rate_limit")
-    option(parser, "rounds", 3, "alone then beside, this many times; the verdict takes the median", env="rate_limit")
+    option(
+        parser,
+        "rounds",
+        4,
+        "alone and beside, this many times, in turn first; the verdict takes the median",
+        env="rate_limit",
+    )
     option(parser, "pool", "threads", "worker pool", env="rate_limit", choices=["threads", "prefork"])
     option(parser, "concurrency", 8, "worker concurrency", env="rate_limit")
     option(parser, "processes", 2, "worker processes side by side (one per core)", env="rate_limit")
@@ -159,7 +197,7 @@ def run(args: argparse.Namespace) -> None:
         # Beat's dispatcher too, as the Procfile runs it: a delivery whose turn is seconds away is left to it.
         with app_workers(d, "app") as procs, celery_beat("beat-ratelimit", env=d.env):
             warmed_up(d, procs, enqueue(d, "app", max(50, 4 * args.concurrency * args.processes)))
-            rounds = [paced_round(d, e, number) for number in range(1, args.rounds + 1)]
+            rounds = paced_rounds(d, e)
     print()
     table(COLUMNS, [paced.row() for paced in rounds])
     print()
