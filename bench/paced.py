@@ -2,9 +2,10 @@
 
 Each round delivers ``--jobs`` messages to the unlimited endpoint alone (the baseline) and the same number again
 with the limited endpoint's deliveries interleaved among them: enough of those to keep it busy for half as long again
-as the baseline took. Odd rounds run the baseline first, even rounds second. The limited endpoint must receive 10 ± 1 a second, in every full second of its run, and the
-unlimited one's deliveries a second must stay at least 0.90 of its baseline: a delivery that waits for its turn is
-handed back and frees its worker (docs/customer-webhooks.md, "Rate limit"). bench/README.md says how to read it.
+as the baseline took. Odd rounds run the baseline first, even rounds second. The limited endpoint must receive
+10 ± 1 a second, in every full second of its run, and the unlimited one's deliveries a second must stay at least 0.90
+of its baseline: a delivery that waits for its turn is handed back and frees its worker (docs/customer-webhooks.md,
+"Rate limit"). The workers' CPU a delivery, in either run, is printed beside. bench/README.md says how to read it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,19 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from bench.common import celery_beat, judge_rounds, log, make_tls, option, own_services, seed_accounts, table, verdict
+from bench.common import (
+    Proc,
+    Sample,
+    celery_beat,
+    judge_rounds,
+    log,
+    make_tls,
+    option,
+    own_services,
+    seed_accounts,
+    table,
+    verdict,
+)
 from bench.delivery import APP_WORKER_ENV, PAYLOAD, STALL_SECONDS, Delivery, enqueue, started_receiver, warmed_up
 from bench.delivery import workers as app_workers
 
@@ -23,7 +36,10 @@ HELP = "an endpoint limited to 10/s beside an unlimited one: its pace, and the o
 MIN_UNLIMITED_SHARE = 0.90
 # The limited endpoint's deliveries, as a share of the baseline's seconds: it stays busy past the unlimited run.
 LIMITED_SPAN = 1.5
-COLUMNS = "round>5|alone/s>8.1f|beside/s>9.1f|share>6.0%|limited>8|lim/s>6.2f|min s>6|max s>6|wall s>7.2f"
+COLUMNS = (
+    "round>5|alone/s>8.1f|beside/s>9.1f|share>6.0%|limited>8|lim/s>6.2f|min s>6|max s>6|wall s>7.2f"
+    "|ms alone>9.2f|ms beside>10.2f"
+)
 
 
 @dataclass(frozen=True)
@@ -42,11 +58,22 @@ class PacedRound:
     per_second: list[int]  # its arrivals in each full second of its run
     seconds: float
     every_one: bool
+    cpu_ms: tuple[float, float]  # the workers' CPU a delivery, alone and beside (the limited endpoint's counted)
 
     def row(self) -> tuple[object, ...]:
         share = self.beside / self.alone if self.alone else math.nan
         counts = min(self.per_second, default=0), max(self.per_second, default=0)
-        return self.number, self.alone, self.beside, share, self.limited, self.limited_rate, *counts, self.seconds
+        return (
+            self.number,
+            self.alone,
+            self.beside,
+            share,
+            self.limited,
+            self.limited_rate,
+            *counts,
+            self.seconds,
+            *self.cpu_ms,
+        )
 
 
 def endpoints_of(d: Delivery, rate_limit: int) -> Endpoints:
@@ -101,20 +128,23 @@ class Run:
     ids: list[str]
     arrived: dict[str, float]  # each id's first arrival, monotonic seconds on the receiver's clock
     start: float  # when publishing began
+    cpu_ms: float  # the workers' CPU a delivery
 
     @property
     def seconds(self) -> float:
         return max(self.arrived.values()) - self.start
 
 
-def deliver(d: Delivery, order: list[object]) -> Run:
+def deliver(d: Delivery, procs: list[Proc], order: list[object]) -> Run:
     """Sends ``order``'s messages to a receiver cleared of the run before (its arrivals would make the wait fetch
     them all every 50 ms: CPU taken from the workers of the second run only)."""
     d.client.reset()
-    started = time.monotonic()  # the receiver's clock
+    sources = {"worker": lambda: sum(proc.cpu() for proc in procs)}
+    before, started = Sample.take(**sources), time.monotonic()  # the receiver's clock
     ids = messages(order)
     dump = d.client.wait_for(ids, stall_seconds=STALL_SECONDS)
-    return Run(ids, dump.first_arrivals(ids), started)
+    worker_seconds = Sample.take(**sources).cpu_since(before)["worker"]
+    return Run(ids, dump.first_arrivals(ids), started, cpu_ms=worker_seconds * 1000 / len(ids))
 
 
 def interleaved(e: Endpoints, jobs: int, limited_count: int) -> list[object]:
@@ -126,22 +156,22 @@ def interleaved(e: Endpoints, jobs: int, limited_count: int) -> list[object]:
     return order
 
 
-def paced_round(d: Delivery, e: Endpoints, number: int, alone_seconds: float) -> PacedRound:
+def paced_round(d: Delivery, procs: list[Proc], e: Endpoints, number: int, alone_seconds: float) -> PacedRound:
     """Odd rounds deliver alone first, even rounds beside first (sized by the last alone run): a drift of the
     machine's speed over the minutes favours neither side."""
     jobs, rate_limit = d.args.jobs, d.args.rate_limit
     alone_first = number % 2 == 1
     if alone_first:
         log(f"rate-limit: round {number}, {jobs} deliveries to the unlimited endpoint alone")
-        alone = deliver(d, [e.unlimited] * jobs)
+        alone = deliver(d, procs, [e.unlimited] * jobs)
         alone_seconds = alone.seconds
     limited_count = max(rate_limit * 3, math.ceil(rate_limit * alone_seconds * LIMITED_SPAN))
     log(f"rate-limit: round {number}, {jobs} beside {limited_count} to the endpoint limited to {rate_limit}/s")
     order = interleaved(e, jobs, limited_count)
-    beside = deliver(d, order)
+    beside = deliver(d, procs, order)
     if not alone_first:
         log(f"rate-limit: round {number}, {jobs} deliveries to the unlimited endpoint alone")
-        alone = deliver(d, [e.unlimited] * jobs)
+        alone = deliver(d, procs, [e.unlimited] * jobs)
     unlimited_ids = {id_ for id_, endpoint in zip(beside.ids, order, strict=True) if endpoint is e.unlimited}
     unlimited_times = [at for id_, at in beside.arrived.items() if id_ in unlimited_ids]
     limited_times = sorted(at for id_, at in beside.arrived.items() if id_ not in unlimited_ids)
@@ -160,19 +190,20 @@ def paced_round(d: Delivery, e: Endpoints, number: int, alone_seconds: float) ->
         per_second=per_second,
         seconds=beside.seconds,
         every_one=len(alone.arrived) == len(alone.ids) and len(beside.arrived) == len(beside.ids),
+        cpu_ms=(alone.cpu_ms, beside.cpu_ms),
     )
 
 
-def paced_rounds(d: Delivery, e: Endpoints) -> list[PacedRound]:
+def paced_rounds(d: Delivery, procs: list[Proc], e: Endpoints) -> list[PacedRound]:
     rounds: list[PacedRound] = []
     for number in range(1, d.args.rounds + 1):
         alone_seconds = d.args.jobs / rounds[-1].alone if rounds else math.nan  # unread in round 1, alone first
-        rounds.append(paced_round(d, e, number, alone_seconds))
+        rounds.append(paced_round(d, procs, e, number, alone_seconds))
     return rounds
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    option(parser, "jobs", 3000, "deliveries to the unlimited endpoint per run", env="rate_limit")
+    option(parser, "jobs", 6000, "deliveries to the unlimited endpoint per run", env="rate_limit")
     option(parser, "rate-limit", 10, "the limited endpoint's deliveries a second", env="rate_limit")
     option(
         parser,
@@ -197,7 +228,7 @@ def run(args: argparse.Namespace) -> None:
         # Beat's dispatcher too, as the Procfile runs it: a delivery whose turn is seconds away is left to it.
         with app_workers(d, "app") as procs, celery_beat("beat-ratelimit", env=d.env):
             warmed_up(d, procs, enqueue(d, "app", max(50, 4 * args.concurrency * args.processes)))
-            rounds = paced_rounds(d, e)
+            rounds = paced_rounds(d, procs, e)
     print()
     table(COLUMNS, [paced.row() for paced in rounds])
     print()
