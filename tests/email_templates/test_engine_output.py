@@ -50,6 +50,19 @@ TEMPLATES = [
     "{% for q in (1..4) %}{{ accented_quarter }}{% endfor %}é",
     "{% capture c %}{% for q in (1..5) %}{{ ascii_quarter }}{% endfor %}{% endcapture %}x",
     "{{ ascii_quarter }}{{ ascii_quarter }}{% capture c %}{{ ascii_quarter }}{{ ascii_quarter }}é{% endcapture %}",
+    "{% for t in tags %}{% cycle 'a', 'b' %}{% cycle 'a', 'b' %}{% cycle 'x<', \"y&\" %}{% cycle 'a' %}{% endfor %}",
+    "{% for t in tags %}{% cycle g: 'a', 'b' %}{% cycle 'a', name %}{% cycle 1, 2 %}{% cycle 'a', 'b', 'c' %}"
+    "{% endfor %}",
+    "{% cycle 'a', 'b' %}{% for t in items %}{% cycle 'a', 'b' %}{% cycle g: 'a', 'b' %}{% endfor %}"
+    "{% cycle 'a', 'b' %}",
+    "{% if gift %}g{% endif %}{% if nothing %}n{% else %}-{% endif %}{% if numbers.no %}no{% endif %}"
+    "{% if numbers.zero %}z{% endif %}{% if name %}{{ name }}{% endif %}{% if missing %}m{% elsif gift %}e{% endif %}",
+    "{% if user.size %}{{ user.size }}{% endif %}{% if tags.size %}{{ tags.size }}{% endif %}"
+    "{% if tags.last %}l{% endif %}{% if items.first.name %}f{% endif %}{% if user.name.size %}s{% endif %}"
+    "{% if count.size %}c{% endif %}",
+    "{% if user.missing.deep %}d{% endif %}{% if user.name.first %}n{% endif %}{% if matrix[1] %}i{% endif %}"
+    "{% assign local = nothing %}{% if local %}l{% endif %}{% for item in items %}{% if item.size %}{{ item.size }}"
+    "{% endif %}{% if forloop.first %}1{% endif %}{% endfor %}{% unless gift %}u{% endunless %}",
 ]
 
 
