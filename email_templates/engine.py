@@ -24,8 +24,10 @@ from liquid import BlockNode, BoundTemplate, Environment, RenderContext, StrictU
 from liquid.builtin.content import ContentNode, Literal
 from liquid.builtin.expressions import FilteredExpression, Path, StringLiteral
 from liquid.builtin.expressions.logical import BooleanExpression, is_truthy
+from liquid.builtin.expressions.loop import LoopExpression
 from liquid.builtin.output import Output, OutputNode
 from liquid.builtin.tags.cycle_tag import CycleNode, CycleTag
+from liquid.builtin.tags.for_tag import ForNode, ForTag
 from liquid.builtin.tags.if_tag import ConditionalBlockNode, IfNode, IfTag
 from liquid.exceptions import LiquidError, LoopIterationLimitError, OutputStreamLimitError, UndefinedError
 from liquid.expression import Expression
@@ -320,6 +322,27 @@ def _name_condition(condition: Expression) -> Expression:
     return condition if names is None else NameCondition(condition, names)
 
 
+class PlainNameForNode(ForNode):
+    """A `for` as python-liquid's, the name of its variable a plain `str`. python-liquid keeps the `Identifier` it
+    parsed, a `str` whose `__eq__` and `__hash__` are Python methods, and makes it the key of the loop's namespace:
+    every lookup of the variable in the loop (`{{ item.name }}`) called its `__eq__`."""
+
+    __slots__ = ()
+
+    def __init__(
+        self, token: Token, expression: LoopExpression, block: BlockNode, default: BlockNode | None = None
+    ) -> None:
+        expression.identifier = str(expression.identifier)
+        super().__init__(token, expression, block, default)
+
+    # No tag is disabled in a customer's render: see EscapingOutputNode.
+    render = ForNode.render_to_output
+
+
+class PlainNameFor(ForTag):
+    node_class = PlainNameForNode
+
+
 class CustomerEnvironment(Environment):
     """python-liquid with its resource limits on and no way out of the one text it renders."""
 
@@ -339,6 +362,7 @@ class CustomerEnvironment(Environment):
         self.add_tag(Text)
         self.add_tag(LiteralCycle)
         self.add_tag(NameIf)
+        self.add_tag(PlainNameFor)
 
 
 # `html` escapes what it outputs; `subject` and `text` are plain text, output as given.

@@ -63,6 +63,8 @@ TEMPLATES = [
     "{% if user.missing.deep %}d{% endif %}{% if user.name.first %}n{% endif %}{% if matrix[1] %}i{% endif %}"
     "{% assign local = nothing %}{% if local %}l{% endif %}{% for item in items %}{% if item.size %}{{ item.size }}"
     "{% endif %}{% if forloop.first %}1{% endif %}{% endfor %}{% unless gift %}u{% endunless %}",
+    "{% for item in items %}{% for item in tags %}{{ item }}{% endfor %}{{ item.name }}{{ forloop.index }}{% endfor %}"
+    "{% for item in items reversed limit: 1 %}{{ item.name }}{% else %}none{% endfor %}{{ item }}",
 ]
 
 
