@@ -65,6 +65,7 @@ TEMPLATES = [
     "{% endif %}{% if forloop.first %}1{% endif %}{% endfor %}{% unless gift %}u{% endunless %}",
     "{% for item in items %}{% for item in tags %}{{ item }}{% endfor %}{{ item.name }}{{ forloop.index }}{% endfor %}"
     "{% for item in items reversed limit: 1 %}{{ item.name }}{% else %}none{% endfor %}{{ item }}",
+    "{% if gift %} \n {% endif %}{% for t in tags %} {% endfor %}é {% capture c %} é{% endcapture %}{{ c }}",
 ]
 
 
