@@ -341,6 +341,22 @@ def _name_condition(condition: Expression) -> Expression:
     return condition if names is None else NameCondition(condition, names)
 
 
+class LoopBody(BlockNode):
+    """A loop's body, rendered as python-liquid's block, its nodes one after the other, without a generator summing
+    what each wrote nor `Node.render` asking whether a tag is disabled (none is, as for EscapingOutputNode): a loop
+    renders its body each iteration."""
+
+    __slots__ = ()
+
+    def render(self, context: RenderContext, buffer: TextIO) -> int:
+        if self.blank and context.env.suppress_blank_control_flow_blocks:
+            return self.render_to_output(context, buffer)
+        written = 0
+        for node in self.nodes:
+            written += node.render(context, buffer)
+        return written
+
+
 class PlainNameForNode(ForNode):
     """A `for` as python-liquid's, the name of its variable a plain `str`. python-liquid keeps the `Identifier` it
     parsed, a `str` whose `__eq__` and `__hash__` are Python methods, and makes it the key of the loop's namespace:
@@ -352,7 +368,7 @@ class PlainNameForNode(ForNode):
         self, token: Token, expression: LoopExpression, block: BlockNode, default: BlockNode | None = None
     ) -> None:
         expression.identifier = str(expression.identifier)
-        super().__init__(token, expression, block, default)
+        super().__init__(token, expression, LoopBody(block.token, block.nodes), default)
 
     # No tag is disabled in a customer's render: see EscapingOutputNode.
     render = ForNode.render_to_output
