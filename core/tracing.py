@@ -15,9 +15,8 @@ from typing import Any
 
 ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 
-# Set by core.otel once traces are on. Puts the current trace context into a Celery task message's headers, where
-# the worker's Celery instrumentation reads it (the kept producer publishes without Celery's publish signals).
-task_headers_inject: Callable[[dict[str, Any]], None] | None = None
+# Set by core.otel once traces are on: around a Celery task message's publish (see task_publishing).
+task_publish_start: Callable[[dict[str, Any]], AbstractContextManager[None]] | None = None
 # Set by core.otel once traces are on: a span of ours, current inside its block.
 span_start: Callable[[str, Mapping[str, Any]], AbstractContextManager[Any]] | None = None
 # Set by core.otel once traces are on: ``trace_id`` and ``span_id`` of the current span, for the log lines.
@@ -39,6 +38,13 @@ def span(name: str, **attributes: Any) -> AbstractContextManager[Any]:
     """A span named ``name`` with ``attributes``, current inside the block (it yields the span, or None when traces
     are off); nothing at all when they are off."""
     return _NO_SPAN if span_start is None else span_start(name, attributes)
+
+
+def task_publishing(headers: dict[str, Any]) -> AbstractContextManager[None]:
+    """Around the publish of a task message with ``headers``: puts the current trace context into them, where the
+    worker's Celery instrumentation reads it (the kept producer publishes without Celery's publish signals), and
+    inside the block the broker's commands make no span; nothing when traces are off."""
+    return _NO_SPAN if task_publish_start is None else task_publish_start(headers)
 
 
 def span_set(span: Any, **attributes: Any) -> None:

@@ -36,10 +36,13 @@ from tests.providers_fixtures import RESEND_KEY, SENDGRID_KEY
 
 TRACE_HEADERS = ("traceparent", "tracestate", "baggage", "b3", "x-b3-traceid", "uber-trace-id")
 JOB_ID = "notifyhub.job.id"
+# What kombu's Redis transport sends to publish a task message and to take one (docs/observability.md, "Spans").
+BROKER_COMMANDS = ("LPUSH", "RPUSH", "BRPOP", "ZADD", "HSET", "ZREM", "HDEL", "MULTI", "EXEC")
 # Modules only the trace set-up loads (redis-py imports opentelemetry.sdk.metrics by itself once the SDK is
 # installed, to see whether its own metrics could be switched on; it sets nothing up).
 SET_UP_MODULES = (
     "core.otel",
+    "core.otlp_encoding",
     "opentelemetry.sdk.trace",
     "opentelemetry.instrumentation",
     "opentelemetry.exporter",
@@ -207,6 +210,10 @@ def test_a_webhook_send_is_one_trace_from_the_request_to_the_receiver(
     assert {span.service for span in spans} == {"notifyhub"}
     # The broker's commands outside any request or task (the worker's polling, its acknowledgements) make no trace.
     assert [span.name for span in otlp.spans if span.kind == "CLIENT" and not span.parent_id] == []
+    # Nor do the publish's: the request's Redis command is the rate limit's alone, and the task span hangs from the
+    # request's span.
+    assert [span.name for span in spans if span.parent_id == request.span_id and _is_redis(span)] == ["EVALSHA"]
+    assert not [span for span in otlp.spans if _is_redis(span) and span.name in BROKER_COMMANDS]
 
     # The request's log line names its span.
     (line,) = [
@@ -249,6 +256,10 @@ def test_an_email_s_failover_is_two_provider_calls_under_one_attempt(
     assert attempt.ancestors(spans)[-1].name == "POST api/v1/notifications/email"
     for fake in (sendgrid, resend):
         assert not {name.lower() for name in fake.calls[-1].headers} & set(TRACE_HEADERS)
+
+
+def _is_redis(span: Span) -> bool:
+    return span.attributes.get("db.system") == "redis"
 
 
 def _host(url: str) -> str:
