@@ -12,34 +12,40 @@ configured propagator itself (docs/observability.md, "Traces").
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from opentelemetry import context as context_api
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.http import trace_exporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation.celery import CeleryInstrumentor
-from opentelemetry.instrumentation.django import DjangoInstrumentor
 from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 from opentelemetry.instrumentation.redis import RedisInstrumentor
 from opentelemetry.instrumentation.requests import RequestsInstrumentor
-from opentelemetry.instrumentation.utils import suppress_instrumentation
+from opentelemetry.instrumentation.utils import http_status_to_status_code, suppress_instrumentation
 from opentelemetry.propagators.textmap import CarrierT, Getter, Setter, TextMapPropagator, default_getter
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
-from opentelemetry.trace import Link, SpanKind
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.span import TraceState
+from opentelemetry.util.http import ExcludeList, parse_excluded_urls, sanitize_method
 from opentelemetry.util.types import Attributes
 
 from core import otlp_encoding, tracing
-from core.logs import url_origin
+from core.logs import loggable_path, url_origin
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest, HttpResponse
 
 DEFAULT_SERVICE_NAME = "notifyhub"
+SERVER_SPAN_MIDDLEWARE = "core.otel.ServerSpanMiddleware"
 TRACER_NAME = "notifyhub"
 # Where the HTTP client's instrumentation puts a request's URL: the older semantic conventions' name and the stable one.
 URL_ATTRIBUTES = ("http.url", "url.full")
@@ -122,6 +128,136 @@ def start() -> None:
     tracing.log_ids = _log_ids
 
 
+class MetaGetter(Getter[Mapping[str, Any]]):
+    """A propagator's header, ``traceparent``, read from a request's ``META`` (``HTTP_TRACEPARENT``)."""
+
+    def get(self, carrier: Mapping[str, Any], key: str) -> list[str] | None:
+        value = carrier.get("HTTP_" + key.upper().replace("-", "_"))
+        return None if value is None else [value]
+
+    def keys(self, carrier: Mapping[str, Any]) -> list[str]:
+        return [name[5:].lower().replace("_", "-") for name in carrier if name.startswith("HTTP_")]
+
+
+META_GETTER = MetaGetter()
+
+
+def _excluded_urls() -> ExcludeList | None:
+    """``OTEL_PYTHON_DJANGO_EXCLUDED_URLS`` (else ``OTEL_PYTHON_EXCLUDED_URLS``), patterns matched as the
+    instrumentation matched them, against the URL without its query; ``None`` when neither is set, so that a request
+    builds no URL for it."""
+    patterns = os.environ.get("OTEL_PYTHON_DJANGO_EXCLUDED_URLS", os.environ.get("OTEL_PYTHON_EXCLUDED_URLS", ""))
+    return parse_excluded_urls(patterns) if patterns.strip() else None
+
+
+# Off the framework's road: docs/departures.md, "server-span".
+class ServerSpanMiddleware:
+    """A request's server span, outermost in both middleware chains: the span the Django instrumentation's
+    middleware made (its name, kind, parent from the request's ``traceparent``, its ``http.*`` and ``net.*``
+    attributes, an error status on a 5xx or an exception), made once from ``META`` and the view's match.
+
+    The instrumentation's middleware set its attributes twice, resolved the URL a second time for the name and built
+    the absolute URI three times; here the name is the method until the view's match names its route. ``http.target``
+    is the request log line's path (core/logs.py): never the query string, a one-time token in the path masked."""
+
+    tracer: trace.Tracer = trace.NoOpTracer()  # start() sets the provider's
+    excluded = _excluded_urls()
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if self.excluded is not None and self.excluded.url_disabled(request.build_absolute_uri("?")):
+            return self.get_response(request)
+        meta = request.META
+        span = self.tracer.start_span(
+            _method(meta),
+            context=propagate.extract(meta, getter=META_GETTER),
+            kind=SpanKind.SERVER,
+            attributes=_request_attributes(meta),
+        )
+        token = context_api.attach(trace.set_span_in_context(span))
+        try:
+            response = self.get_response(request)
+            attributes: dict[str, Any] = {HTTP_TARGET: loggable_path(request), HTTP_STATUS_CODE: response.status_code}
+            span.set_attributes(attributes)
+            span.set_status(Status(http_status_to_status_code(response.status_code, server_span=True)))
+            failure = getattr(request, _FAILURE, None)
+            if failure is not None:
+                _record_failure(span, failure)
+            return response
+        finally:
+            span.end()
+            context_api.detach(token)
+
+    @staticmethod
+    def process_view(request: HttpRequest, view: Any, args: Any, kwargs: Any) -> None:
+        """The span named for the URL pattern that matched, as the instrumentation named it."""
+        match = request.resolver_match
+        span = trace.get_current_span()
+        if match is None or not span.is_recording():
+            return
+        method = _method(request.META)
+        if match.route:
+            span.update_name(f"{method} {match.route}")
+            span.set_attribute(HTTP_ROUTE, match.route)
+        elif match.url_name:
+            span.update_name(f"{method} {match.url_name}")
+
+    @staticmethod
+    def process_exception(request: HttpRequest, exception: Exception) -> None:
+        """Django turns a view's exception into a 500 before this middleware's call returns: kept for the span."""
+        setattr(request, _FAILURE, exception)
+
+
+_FAILURE = "_notifyhub_server_span_exception"
+HTTP_TARGET, HTTP_ROUTE, HTTP_STATUS_CODE = "http.target", "http.route", "http.status_code"
+HTTP_VERSION_PREFIX = "HTTP/"
+
+
+def _method(meta: Mapping[str, Any]) -> str:
+    """The span's name before a route: the method, or ``HTTP`` for one outside the standard's (as the
+    instrumentation's ``sanitize_method``, which names it ``_OTHER``)."""
+    method = sanitize_method(str(meta.get("REQUEST_METHOD", "")).strip())
+    return "HTTP" if method == "_OTHER" else method
+
+
+def _request_attributes(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The instrumentation's request attributes (its default, the older semantic conventions' names), from META."""
+    attributes: dict[str, Any] = {
+        "http.method": sanitize_method(str(meta.get("REQUEST_METHOD", "")).strip()),
+        "http.server_name": meta.get("SERVER_NAME"),
+        "http.scheme": meta.get("wsgi.url_scheme"),
+    }
+    host = meta.get("HTTP_HOST")
+    if host:
+        attributes["net.host.name"] = attributes["http.host"] = host
+    for name, port in (("net.host.port", meta.get("SERVER_PORT")), ("net.peer.port", meta.get("REMOTE_PORT"))):
+        if port and str(port).isdigit():
+            attributes[name] = int(port)
+    remote_addr = meta.get("REMOTE_ADDR")
+    if remote_addr:
+        attributes["net.peer.ip"] = remote_addr
+    remote_host = meta.get("REMOTE_HOST")
+    if remote_host and remote_host != remote_addr:
+        attributes["net.peer.name"] = remote_host
+    user_agent = meta.get("HTTP_USER_AGENT")
+    if user_agent:
+        attributes["http.user_agent"] = user_agent
+    flavor = str(meta.get("SERVER_PROTOCOL", ""))
+    if flavor.upper().startswith(HTTP_VERSION_PREFIX):
+        flavor = flavor[len(HTTP_VERSION_PREFIX) :]
+    if flavor:
+        attributes["http.flavor"] = flavor
+    return {name: value for name, value in attributes.items() if value is not None}
+
+
+def _record_failure(span: trace.Span, exception: Exception) -> None:
+    """As the instrumentation's span ended on an exception: the exception as an event, an error status."""
+    span.record_exception(exception)
+    span.set_status(Status(StatusCode.ERROR, f"{type(exception).__name__}: {exception}"))
+
+
 def _exporter() -> OTLPSpanExporter:
     """The SDK's OTLP/HTTP exporter, encoding its batches with core.otlp_encoding: the same bytes for less of the
     exporter thread's CPU, which the requests and attempts share."""
@@ -139,17 +275,21 @@ def _resource() -> Resource:
 
 
 def _instrument() -> None:
-    """Django's requests (both middleware chains), Celery's tasks, PostgreSQL, Redis and outgoing HTTP."""
-    site_chain = list(settings.MIDDLEWARE)
-    DjangoInstrumentor().instrument()
-    # The instrumentation adds its middleware to settings.MIDDLEWARE; the lean chain (core/handlers.py) is built
-    # from its own list, which needs it too, as outermost.
-    added = [name for name in settings.MIDDLEWARE if name not in site_chain]
-    settings.API_KEY_MIDDLEWARE = [*added, *settings.API_KEY_MIDDLEWARE]
+    """Django's requests (both middleware chains, core/handlers.py), Celery's tasks, PostgreSQL, Redis and outgoing
+    HTTP."""
+    server_spans_start(trace.get_tracer(TRACER_NAME))
     CeleryInstrumentor().instrument()
     PsycopgInstrumentor().instrument(enable_commenter=False)
     RedisInstrumentor().instrument()
     RequestsInstrumentor().instrument(request_hook=_origin_only)
+
+
+def server_spans_start(tracer: trace.Tracer) -> None:
+    """A server span for every request: ``tracer``'s, from the middleware outermost in both chains (core/handlers.py
+    builds the lean one from its own list)."""
+    ServerSpanMiddleware.tracer = tracer
+    settings.MIDDLEWARE = [SERVER_SPAN_MIDDLEWARE, *settings.MIDDLEWARE]
+    settings.API_KEY_MIDDLEWARE = [SERVER_SPAN_MIDDLEWARE, *settings.API_KEY_MIDDLEWARE]
 
 
 def _origin_only(span: trace.Span, request: Any) -> None:

@@ -26,8 +26,19 @@ import requests
 import trustme
 from django.conf import settings
 from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.test import RequestFactory
+from django.urls import path
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.util.http import parse_excluded_urls
 
 from bench.common import BIN, ROOT, port_open
+from core import otel
+from core.api import status
+from core.handlers import NotifyHubWSGIApplication
 from tests.conftest import Client, free_port, purge_broker, ready_to_send, wait_for_job
 from tests.fakes.otlp import OtlpReceiver, Span
 from tests.fakes.providers import FakeResend, FakeSendGrid
@@ -58,6 +69,10 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
+# A proxy's or a client's trace context, which the request's span continues.
+PARENT_TRACE, PARENT_SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+
+
 def test_without_the_endpoint_no_trace_set_up_is_loaded() -> None:
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
@@ -67,6 +82,150 @@ def test_without_the_endpoint_no_trace_set_up_is_loaded() -> None:
 
     assert "core.tracing" in modules
     assert [name for name in modules if name.startswith(SET_UP_MODULES)] == []
+
+
+@pytest.fixture
+def server_spans(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[InMemorySpanExporter]:
+    """Both middleware chains with the server span's middleware registered as the set-up registers it, its spans
+    kept in memory (the global provider and the instrumentations left alone)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(otel.ServerSpanMiddleware, "tracer", otel.ServerSpanMiddleware.tracer)
+    # Through the fixture, which puts the lists back after the test.
+    settings.MIDDLEWARE, settings.API_KEY_MIDDLEWARE = list(settings.MIDDLEWARE), list(settings.API_KEY_MIDDLEWARE)
+    otel.server_spans_start(provider.get_tracer(otel.TRACER_NAME))
+    yield exporter
+    provider.shutdown()
+
+
+def wsgi_get(path: str, *, query: str = "", **headers: str) -> str:
+    """A GET through a WSGI application built now (its two handlers load their chains), as gunicorn calls it; its
+    status line. ``headers`` as META names them (``HTTP_TRACEPARENT``)."""
+    environ = {
+        **RequestFactory().get(path).environ,
+        "QUERY_STRING": query,
+        "HTTP_HOST": "localhost:8000",
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "8000",
+        "REMOTE_ADDR": "10.1.2.3",
+        "REMOTE_PORT": "5555",
+        "HTTP_USER_AGENT": "probe/1.0",
+        **headers,
+    }
+    lines: list[str] = []
+    body = NotifyHubWSGIApplication()(environ, lambda line, headers, exc_info=None: lines.append(line))
+    b"".join(body)
+    getattr(body, "close", lambda: None)()
+    return lines[0]
+
+
+def server_span(exporter: InMemorySpanExporter) -> ReadableSpan:
+    (span,) = [span for span in exporter.get_finished_spans() if span.kind is SpanKind.SERVER]
+    return span
+
+
+@pytest.mark.django_db
+def test_a_request_s_server_span_continues_its_trace_and_names_its_route(
+    server_spans: InMemorySpanExporter,
+) -> None:
+    traceparent = f"00-{PARENT_TRACE}-{PARENT_SPAN}-01"
+    # The health check goes through the lean chain (core/handlers.py).
+    assert wsgi_get("/api/v1/health", query="token=query-secret", HTTP_TRACEPARENT=traceparent).startswith("200")
+
+    span = server_span(server_spans)
+    assert (span.name, span.status.status_code) == ("GET api/v1/health", StatusCode.UNSET)
+    assert span.parent is not None
+    assert span.parent.is_remote
+    assert (format(span.parent.trace_id, "032x"), format(span.parent.span_id, "016x")) == (PARENT_TRACE, PARENT_SPAN)
+    assert span.context.trace_id == span.parent.trace_id
+    assert dict(span.attributes or {}) == {
+        "http.method": "GET",
+        "http.route": "api/v1/health",
+        "http.target": "/api/v1/health",
+        "http.status_code": 200,
+        "http.scheme": "http",
+        "http.flavor": "1.1",
+        "http.server_name": "localhost",
+        "http.host": "localhost:8000",
+        "net.host.name": "localhost:8000",
+        "net.host.port": 8000,
+        "net.peer.ip": "10.1.2.3",
+        "net.peer.port": 5555,
+        "http.user_agent": "probe/1.0",
+    }
+    # The request's spans (the health check's statement) hang from it.
+    children = [other for other in server_spans.get_finished_spans() if other is not span]
+    assert all(child.parent is not None and child.parent.span_id == span.context.span_id for child in children)
+
+
+@pytest.mark.django_db
+def test_a_site_request_has_its_server_span_and_one_without_traceparent_starts_a_trace(
+    server_spans: InMemorySpanExporter,
+) -> None:
+    # No API key: Django's own chain (settings.MIDDLEWARE).
+    assert wsgi_get("/login/", query="next=/query-secret").startswith("200")
+
+    span = server_span(server_spans)
+    assert (span.name, span.parent, span.status.status_code) == ("GET login/", None, StatusCode.UNSET)
+    assert span.attributes is not None
+    assert (span.attributes["http.route"], span.attributes["http.target"]) == ("login/", "/login/")
+    assert "query-secret" not in repr(span.attributes)
+
+
+@pytest.mark.django_db
+def test_a_5xx_answer_is_the_server_span_s_error(
+    server_spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def health_check() -> None:
+        raise RuntimeError("the check broke")
+
+    # The API's exception handler answers 500 itself (core/api/exceptions.py): the answer's status makes the error.
+    monkeypatch.setattr(status, "health_check", health_check)
+
+    assert wsgi_get("/api/v1/health").startswith("500")
+
+    span = server_span(server_spans)
+    assert span.attributes is not None
+    assert span.attributes["http.status_code"] == 500
+    assert span.status.status_code is StatusCode.ERROR
+
+
+@pytest.mark.django_db
+def test_an_excluded_path_makes_no_server_span(
+    server_spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(otel.ServerSpanMiddleware, "excluded", parse_excluded_urls("api/v1/health,metrics"))
+
+    assert wsgi_get("/api/v1/health").startswith("200")
+    assert wsgi_get("/api/v1/info").startswith("200")
+
+    assert [span.name for span in server_spans.get_finished_spans() if span.kind is SpanKind.SERVER] == [
+        "GET api/v1/info"
+    ]
+
+
+def broken_view(request: HttpRequest, number: int) -> HttpResponse:
+    raise RuntimeError(f"page {number} broke")
+
+
+urlpatterns = [path("broken/<int:number>", broken_view)]
+
+
+@pytest.mark.django_db
+def test_a_view_s_exception_is_recorded_on_the_server_span(server_spans: InMemorySpanExporter, settings: Any) -> None:
+    settings.ROOT_URLCONF = __name__  # a page's view that raises, which Django answers with a 500
+
+    assert wsgi_get("/broken/7").startswith("500")
+
+    span = server_span(server_spans)
+    assert span.name == "GET broken/<int:number>"
+    assert span.attributes is not None
+    assert (span.attributes["http.status_code"], span.attributes["http.target"]) == (500, "/broken/7")
+    assert (span.status.status_code, span.status.description) == (StatusCode.ERROR, "RuntimeError: page 7 broke")
+    assert [(event.name, (event.attributes or {}).get("exception.type")) for event in span.events] == [
+        ("exception", "RuntimeError")
+    ]
 
 
 @pytest.fixture(scope="module")
