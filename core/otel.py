@@ -262,7 +262,8 @@ def _exporter() -> OTLPSpanExporter:
     """The SDK's OTLP/HTTP exporter, encoding its batches with core.otlp_encoding: the same bytes for less of the
     exporter thread's CPU, which the requests and attempts share."""
     # Off the framework's road: docs/departures.md, "otlp-encoding".
-    trace_exporter.encode_spans = otlp_encoding.encode_spans
+    # Typed as returning the request message; the exporter only serialises what it returns, as ours does.
+    trace_exporter.encode_spans = otlp_encoding.encode_spans  # type: ignore[assignment]
     return OTLPSpanExporter()
 
 

@@ -3,6 +3,7 @@ of every shape NotifyHub's make (docs/observability.md, "What it costs")."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import pytest
@@ -10,7 +11,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans as stock_encode_spans
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -106,3 +107,29 @@ def test_the_kept_attributes_start_again_past_their_bound(
 
     assert len(otlp_encoding._kept_attributes) <= 2
     assert encoded == stock_encode_spans(spans).SerializeToString(deterministic=True)
+
+
+def test_values_at_the_wire_format_s_edges_are_the_stock_encoder_s_bytes() -> None:
+    """Values whose encoding the wire format treats apart: negative ints (ten-byte varints), lengths past one varint
+    byte, non-ASCII and empty strings, zero times, dropped counts, every kind and status."""
+    exporter = InMemorySpanExporter()
+    limits = SpanLimits(max_span_attributes=5, max_events=1, max_links=1)
+    provider = TracerProvider(resource=Resource({"service.name": "notifyhub"}), span_limits=limits)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("notifyhub")
+    attributes = {"negative": -1, "most negative": -(2**63), "float": -2.5, "non-ascii": "héllo ✓", "empty": ""}
+    with tracer.start_as_current_span("é" * 100, kind=SpanKind.PRODUCER, attributes=attributes, start_time=0) as span:
+        span.set_attribute("dropped", "x" * 300)
+        span.add_event("first")
+        span.add_event("dropped")
+        span.set_status(Status(StatusCode.OK))
+    with tracer.start_as_current_span("", kind=SpanKind.CONSUMER, links=[Link(REMOTE_PARENT), Link(REMOTE_PARENT)]):
+        pass
+    for zero in (0.0, -0.0, math.nan):  # equal to each other, or to nothing, yet each its own bits
+        with tracer.start_as_current_span("zero", attributes={"zero": zero}):
+            pass
+    tracer.start_span("ended at zero", attributes={"long": "y" * 300}, start_time=0).end(end_time=0)
+    spans = list(exporter.get_finished_spans())
+
+    assert otlp_encoding.encode_spans(spans).SerializeToString() == stock_encode_spans(spans).SerializeToString()
+    provider.shutdown()
