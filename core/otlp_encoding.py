@@ -88,6 +88,10 @@ def _status_field(code: StatusCode, description: str | None) -> bytes:
     return _field(_STATUS, payload)
 
 
+_TRACE_ID_PREFIX = _varint(_TRACE_ID) + _varint(16)
+_SPAN_ID_PREFIX = _varint(_SPAN_ID) + _varint(8)
+_PARENT_SPAN_ID_PREFIX = _varint(_PARENT_SPAN_ID) + _varint(8)
+_START_TIME_TAG, _END_TIME_TAG = _varint(_START_TIME), _varint(_END_TIME)
 _LOCAL_PARENT_FLAGS, _REMOTE_PARENT_FLAGS = _flags_field(False), _flags_field(True)
 _KIND_FIELDS = {kind: _varint(_KIND) + _varint(value) for kind, value in _KINDS.items() if value}
 _STATUS_FIELDS = {code: _status_field(code, None) for code in StatusCode}  # a status without a description
@@ -140,6 +144,7 @@ def _scope_spans_bytes(scope: InstrumentationScope | None, spans: list[bytes]) -
 
 
 def _span_bytes(span: ReadableSpan) -> bytes:
+    """The span's message, its fields in number order (``flags``, 16, last) as the protobuf runtime writes them."""
     context: SpanContext = span.context
     parent = span.parent
     pieces = [
@@ -172,12 +177,6 @@ def _span_bytes(span: ReadableSpan) -> bytes:
     pieces.append(_status(span.status))
     pieces.append(_REMOTE_PARENT_FLAGS if parent is not None and parent.is_remote else _LOCAL_PARENT_FLAGS)
     return b"".join(pieces)
-
-
-_TRACE_ID_PREFIX = _varint(_TRACE_ID) + _varint(16)
-_SPAN_ID_PREFIX = _varint(_SPAN_ID) + _varint(8)
-_PARENT_SPAN_ID_PREFIX = _varint(_PARENT_SPAN_ID) + _varint(8)
-_START_TIME_TAG, _END_TIME_TAG = _varint(_START_TIME), _varint(_END_TIME)
 
 
 def _string_field(tag: int, value: str) -> bytes:
