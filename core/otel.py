@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -112,7 +112,6 @@ def start() -> None:
     broker_propagator = propagate.get_global_textmap()  # OTEL_PROPAGATORS' choice, W3C trace context by default
     propagate.set_global_textmap(ExtractOnly(broker_propagator))
     _instrument()
-    tracer = trace.get_tracer(TRACER_NAME)
 
     @contextmanager
     def task_publish_start(headers: dict[str, Any]) -> Iterator[None]:
@@ -120,11 +119,8 @@ def start() -> None:
         with suppress_instrumentation():
             yield
 
-    def span_start(name: str, attributes: Mapping[str, Any]) -> AbstractContextManager[Any]:
-        return tracer.start_as_current_span(name, attributes=attributes)
-
     tracing.task_publish_start = task_publish_start
-    tracing.span_start = span_start
+    tracing.current_span_attributes_set = _current_span_attributes_set
     tracing.log_ids = _log_ids
 
 
@@ -298,6 +294,10 @@ def _origin_only(span: trace.Span, request: Any) -> None:
     receiver's path or query may carry its secret."""
     recorded: Mapping[str, Any] = getattr(span, "attributes", None) or {}
     span.set_attributes({name: url_origin(request.url) for name in URL_ATTRIBUTES if name in recorded})
+
+
+def _current_span_attributes_set(attributes: Mapping[str, Any]) -> None:
+    trace.get_current_span().set_attributes(attributes)
 
 
 def _log_ids() -> Mapping[str, str]:

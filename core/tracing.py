@@ -17,8 +17,8 @@ ENDPOINT_VARIABLE = "OTEL_EXPORTER_OTLP_ENDPOINT"
 
 # Set by core.otel once traces are on: around a Celery task message's publish (see task_publishing).
 task_publish_start: Callable[[dict[str, Any]], AbstractContextManager[None]] | None = None
-# Set by core.otel once traces are on: a span of ours, current inside its block.
-span_start: Callable[[str, Mapping[str, Any]], AbstractContextManager[Any]] | None = None
+# Set by core.otel once traces are on: adds attributes to the current span (in a worker, its task's span).
+current_span_attributes_set: Callable[[Mapping[str, Any]], None] | None = None
 # Set by core.otel once traces are on: ``trace_id`` and ``span_id`` of the current span, for the log lines.
 log_ids: Callable[[], Mapping[str, str]] | None = None
 
@@ -34,20 +34,8 @@ def tracing_start() -> None:
         otel.start()
 
 
-def span(name: str, **attributes: Any) -> AbstractContextManager[Any]:
-    """A span named ``name`` with ``attributes``, current inside the block (it yields the span, or None when traces
-    are off); nothing at all when they are off."""
-    return _NO_SPAN if span_start is None else span_start(name, attributes)
-
-
 def task_publishing(headers: dict[str, Any]) -> AbstractContextManager[None]:
     """Around the publish of a task message with ``headers``: puts the current trace context into them, where the
     worker's Celery instrumentation reads it (the kept producer publishes without Celery's publish signals), and
     inside the block the broker's commands make no span; nothing when traces are off."""
     return _NO_SPAN if task_publish_start is None else task_publish_start(headers)
-
-
-def span_set(span: Any, **attributes: Any) -> None:
-    """Adds ``attributes`` to a span :func:`span` yielded; nothing when it yielded None."""
-    if span is not None:
-        span.set_attributes(attributes)

@@ -58,9 +58,9 @@ def _spans_of_every_shape(provider: TracerProvider) -> None:
             pass
         with ours.start_as_current_span("flags", attributes={"a": 1, "b": True, "c": 1, "d": (1, 0), "e": ("x",)}):
             pass
-    with ours.start_as_current_span("notifyhub.attempt", links=[Link(REMOTE_PARENT, {"why": "retry"})]) as attempt:
-        attempt.add_event("exception", {"exception.type": "ConnectionError"})
-        attempt.set_status(Status(StatusCode.ERROR, "refused"))
+    with ours.start_as_current_span("linked, failed", links=[Link(REMOTE_PARENT, {"why": "retry"})]) as failed:
+        failed.add_event("exception", {"exception.type": "ConnectionError"})
+        failed.set_status(Status(StatusCode.ERROR, "refused"))
     with ours.start_as_current_span("unset status, no attributes"):
         pass
 

@@ -236,15 +236,17 @@ def job_claim(*, job_id: UUID) -> store.Claim | None:
 
 
 def _traced_attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
-    """The attempt in a span of its own when traces are on (docs/observability.md, "Traces"): the worker's task span
-    above it, the HTTP call to the receiver or each provider tried below it."""
+    """The attempt, its attributes on the current span when traces are on (docs/observability.md, "Traces"): the
+    worker's task span, the HTTP call to the receiver or each provider tried below it. The job's attributes go on
+    before the attempt, so that one that raises still names its job; the outcome's after. A span of its own cost a
+    traced delivery 0.28 million instructions more (bench/RESULTS.md)."""
+    attributes_set = tracing.current_span_attributes_set
+    if attributes_set is None:
+        return _attempt(claim, attempt=attempt)
     job = claim.job
-    with tracing.span(
-        "notifyhub.attempt",
-        **{"notifyhub.job.id": str(job.id), "notifyhub.job.type": job.type, "notifyhub.attempt": attempt},
-    ) as span:
-        outcome = _attempt(claim, attempt=attempt)
-        tracing.span_set(span, **_span_outcome(outcome))
+    attributes_set({"notifyhub.job.id": str(job.id), "notifyhub.job.type": job.type, "notifyhub.attempt": attempt})
+    outcome = _attempt(claim, attempt=attempt)
+    attributes_set(_span_outcome(outcome))
     return outcome
 
 
