@@ -166,11 +166,12 @@ class ServerSpanMiddleware:
         if self.excluded is not None and self.excluded.url_disabled(request.build_absolute_uri("?")):
             return self.get_response(request)
         meta = request.META
+        method = _sanitized_method(meta)
         span = self.tracer.start_span(
-            _method(meta),
+            _span_name(method),
             context=propagate.extract(meta, getter=META_GETTER),
             kind=SpanKind.SERVER,
-            attributes=_request_attributes(meta),
+            attributes=_request_attributes(meta, method),
         )
         token = context_api.attach(trace.set_span_in_context(span))
         try:
@@ -193,7 +194,7 @@ class ServerSpanMiddleware:
         span = trace.get_current_span()
         if match is None or not span.is_recording():
             return
-        method = _method(request.META)
+        method = _span_name(_sanitized_method(request.META))
         if match.route:
             span.update_name(f"{method} {match.route}")
             span.set_attribute(HTTP_ROUTE, match.route)
@@ -211,17 +212,22 @@ HTTP_TARGET, HTTP_ROUTE, HTTP_STATUS_CODE = "http.target", "http.route", "http.s
 HTTP_VERSION_PREFIX = "HTTP/"
 
 
-def _method(meta: Mapping[str, Any]) -> str:
-    """The span's name before a route: the method, or ``HTTP`` for one outside the standard's (as the
-    instrumentation's ``sanitize_method``, which names it ``_OTHER``)."""
-    method = sanitize_method(str(meta.get("REQUEST_METHOD", "")).strip())
+def _sanitized_method(meta: Mapping[str, Any]) -> str:
+    """The request's method as the instrumentation's ``sanitize_method`` gives it: ``_OTHER`` for one outside the
+    standard's."""
+    return sanitize_method(str(meta.get("REQUEST_METHOD", "")).strip())
+
+
+def _span_name(method: str) -> str:
+    """The span's name before a route: the sanitized method, ``HTTP`` for ``_OTHER`` (as the instrumentation)."""
     return "HTTP" if method == "_OTHER" else method
 
 
-def _request_attributes(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The instrumentation's request attributes (its default, the older semantic conventions' names), from META."""
+def _request_attributes(meta: Mapping[str, Any], method: str) -> dict[str, Any]:
+    """The instrumentation's request attributes (its default, the older semantic conventions' names), from META and
+    the sanitized method."""
     attributes: dict[str, Any] = {
-        "http.method": sanitize_method(str(meta.get("REQUEST_METHOD", "")).strip()),
+        "http.method": method,
         "http.server_name": meta.get("SERVER_NAME"),
         "http.scheme": meta.get("wsgi.url_scheme"),
     }

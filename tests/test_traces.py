@@ -348,19 +348,19 @@ def test_a_webhook_send_is_one_trace_from_the_request_to_the_receiver(
 
     spans = otlp.trace_of(JOB_ID, job_id)
     # The attempt makes no span of its own: its attributes are on the task span, the HTTP call below it.
-    task = only(spans, name="run/notifications.deliver_job")
-    assert task.kind == "CONSUMER"
-    assert ours(task) == {
-        JOB_ID: job_id,
-        "notifyhub.job.type": "webhook",
-        "notifyhub.attempt": 1,
-        "notifyhub.attempt.outcome": "success",
-        "http.response.status_code": 200,
-    }
-    assert not [span for span in spans if span is not task and ours(span)]
+    task = attempt_task(
+        spans,
+        {
+            JOB_ID: job_id,
+            "notifyhub.job.type": "webhook",
+            "notifyhub.attempt": 1,
+            "notifyhub.attempt.outcome": "success",
+            "http.response.status_code": 200,
+        },
+    )
     request = task.ancestors(spans)[-1]
     assert (request.name, request.kind, request.parent_id) == ("POST api/v1/notifications/webhook", "SERVER", "")
-    # The send's request went through the lean chain (an API key): its span is the instrumentation's all the same.
+    # The send's request went through the lean chain (an API key): it has its server span all the same.
     assert request.attributes["http.route"] == "api/v1/notifications/webhook"
     (call,) = [span for span in spans if "http.url" in span.attributes and span.parent_id == task.span_id]
     assert call.kind == "CLIENT"
@@ -399,16 +399,16 @@ def test_an_email_s_failover_is_two_provider_calls_under_one_task_span(
     assert wait_for_job(job_id, timeout=30).status == "completed"
 
     spans = otlp.trace_of(JOB_ID, job_id)
-    task = only(spans, name="run/notifications.deliver_job")
-    assert task.kind == "CONSUMER"
-    assert ours(task) == {
-        JOB_ID: job_id,
-        "notifyhub.job.type": "email",
-        "notifyhub.attempt": 1,
-        "notifyhub.attempt.outcome": "success",
-        "notifyhub.provider": "RESEND",
-    }
-    assert not [span for span in spans if span is not task and ours(span)]
+    task = attempt_task(
+        spans,
+        {
+            JOB_ID: job_id,
+            "notifyhub.job.type": "email",
+            "notifyhub.attempt": 1,
+            "notifyhub.attempt.outcome": "success",
+            "notifyhub.provider": "RESEND",
+        },
+    )
     calls = sorted(
         (span for span in spans if "http.url" in span.attributes and span.parent_id == task.span_id),
         key=lambda span: span.start,
@@ -423,6 +423,15 @@ def test_an_email_s_failover_is_two_provider_calls_under_one_task_span(
     assert task.ancestors(spans)[-1].name == "POST api/v1/notifications/email"
     for fake in (sendgrid, resend):
         assert not {name.lower() for name in fake.calls[-1].headers} & set(TRACE_HEADERS)
+
+
+def attempt_task(spans: list[Span], attributes: dict[str, Any]) -> Span:
+    """The worker's task span, which alone carries NotifyHub's attributes of the attempt: exactly ``attributes``."""
+    task = only(spans, name="run/notifications.deliver_job")
+    assert task.kind == "CONSUMER"
+    assert ours(task) == attributes
+    assert not [span for span in spans if span is not task and ours(span)]
+    return task
 
 
 def ours(span: Span) -> dict[str, Any]:

@@ -238,8 +238,8 @@ def job_claim(*, job_id: UUID) -> store.Claim | None:
 def _traced_attempt(claim: store.Claim, *, attempt: int) -> AttemptOutcome:
     """The attempt, its attributes on the current span when traces are on (docs/observability.md, "Traces"): the
     worker's task span, the HTTP call to the receiver or each provider tried below it. The job's attributes go on
-    before the attempt, so that one that raises still names its job; the outcome's after. A span of its own cost a
-    traced delivery 0.28 million instructions more (bench/RESULTS.md)."""
+    before the attempt, so that one that raises still names its job; the outcome's after. No span of its own: the
+    task span is the attempt's (docs/observability.md, "What it costs")."""
     attributes_set = tracing.current_span_attributes_set
     if attributes_set is None:
         return _attempt(claim, attempt=attempt)
