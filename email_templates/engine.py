@@ -237,7 +237,7 @@ class TextNode(ContentNode):
     """The template's text between its tags, written as python-liquid's, without its `Node.render` asking whether
     a tag is disabled (none is, as for EscapingOutputNode), and counted into a CountedOutput as its `write` counts
     it, with the UTF-8 bytes of the text counted once when parsed: a render writes a run of text a hundred times
-    or more, and the call to `write` was a sixth of the bench's HTML render."""
+    or more (docs/departures.md, "counted-output")."""
 
     __slots__ = ("size",)
 
@@ -263,7 +263,7 @@ class LiteralCycleNode(CycleNode):
     cycles them, with what each render of it would evaluate made once when parsed: its values (each string, a
     `Markup` where the part escapes), the key its place is kept under (`str` of that list, python-liquid's, so
     another cycle through the same strings takes turns with it) and the text each writes. A loop renders it once an
-    iteration; python-liquid's own way was a quarter of the bench's loop. Any other cycle renders as python-liquid's."""
+    iteration; python-liquid's own way evaluates them each time. Any other cycle renders as python-liquid's."""
 
     __slots__ = ("key", "texts")
 
@@ -311,7 +311,7 @@ class NameCondition(BooleanExpression):
 
 class NameIfNode(IfNode):
     """An `if` as python-liquid's, its condition a NameCondition where it is a name; a loop renders it once an
-    iteration, and python-liquid's own way was a fifth of the bench's loop."""
+    iteration, and python-liquid's own way builds the name's path for `RenderContext.get` each time."""
 
     __slots__ = ()
 
