@@ -14,13 +14,14 @@ import gc
 import re
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from io import StringIO
 from typing import Any, TextIO, cast
 
 import css_inline
-from liquid import BlockNode, BoundTemplate, Environment, RenderContext, StrictUndefined, Undefined
+from liquid import BlockNode, BoundTemplate, Environment, Mode, RenderContext, StrictUndefined, Undefined
+from liquid.ast import Node
 from liquid.builtin.content import ContentNode, Literal
 from liquid.builtin.expressions import FilteredExpression, Path, StringLiteral
 from liquid.builtin.expressions.logical import BooleanExpression, is_truthy
@@ -29,7 +30,15 @@ from liquid.builtin.output import Output, OutputNode
 from liquid.builtin.tags.cycle_tag import CycleNode, CycleTag
 from liquid.builtin.tags.for_tag import ForNode, ForTag
 from liquid.builtin.tags.if_tag import ConditionalBlockNode, IfNode, IfTag
-from liquid.exceptions import LiquidError, LoopIterationLimitError, OutputStreamLimitError, UndefinedError
+from liquid.exceptions import (
+    LiquidError,
+    LiquidInterrupt,
+    LiquidSyntaxError,
+    LoopIterationLimitError,
+    OutputStreamLimitError,
+    StopRender,
+    UndefinedError,
+)
 from liquid.expression import Expression
 from liquid.output import LimitedStringIO
 from liquid.stream import TokenStream
@@ -134,6 +143,35 @@ class BudgetedRenderContext(RenderContext):
 class CustomerTemplate(BoundTemplate):
     context_class = BudgetedRenderContext
 
+    def __init__(self, env: Environment, nodes: list[Node], *args: Any, **kwargs: Any) -> None:
+        super().__init__(env, nodes, *args, **kwargs)
+        # What `_ops_rendered` renders, made once a parse: the template's own nodes and each LoopBody's.
+        static_context = RenderContext(self)
+        bound = _bound_names(nodes, static_context) | set(self.make_partial_namespace(False, {}))
+        self.ops = _ops(nodes, bound)
+        for node in _tree(nodes, static_context):
+            if type(node) is PlainNameForNode and type(node.block) is LoopBody:
+                node.block.ops = _ops(node.block.nodes, bound, loop_variable=node.expression.identifier)
+
+    def render_with_context(
+        self,
+        context: RenderContext,
+        buffer: TextIO,
+        *args: Any,
+        partial: bool = False,
+        block_scope: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """As python-liquid's, its nodes rendered by `_ops_rendered` when the template is rendered as itself, into its
+        own output, in python-liquid's strict mode (the only one a customer's template renders in), where the first
+        error ends the render: python-liquid's own loop catches each node's errors to go on past them in its other
+        modes."""
+        if args or kwargs or partial or type(buffer) is not CountedOutput or self.env.mode != Mode.STRICT:
+            super().render_with_context(context, buffer, *args, partial=partial, block_scope=block_scope, **kwargs)
+            return
+        with context.extend(namespace=self.make_partial_namespace(partial, {})):
+            _ops_rendered(self.ops, context, buffer, root=True)
+
     # Off the framework's road: docs/departures.md, "counted-output".
     def _get_buffer(self) -> StringIO:
         return CountedOutput(limit=PART_MAX_CHARS)
@@ -166,19 +204,28 @@ class EscapingOutputNode(OutputNode):
         self.names = _plain_names(expression)
 
     def render_to_output(self, context: RenderContext, buffer: TextIO) -> int:
+        return buffer.write(self.text(context))
+
+    def text(self, context: RenderContext) -> str:
+        """What the output writes."""
         value = _ABSENT if self.names is None else _looked_up(context.scope, self.names)
         if value is _ABSENT:
             value = self.expression.evaluate(context)
-        if type(value) is str:
-            return buffer.write(escaped(value) if context.autoescape else value)
-        if type(value) is int or type(value) is float:
-            # Its `str`, as python-liquid's: digits, a sign, a point, an exponent, `inf` or `nan`, nothing to escape.
-            return buffer.write(str(value))
-        return buffer.write(to_liquid_string(value, context.autoescape))
+        return _text_of(value, autoescape=context.autoescape)
 
     # No tag is disabled in a customer's render (only `include` and `render` disable tags, and they do not exist
     # here), so each node renders without python-liquid's `Node.render` asking.
     render = render_to_output
+
+
+def _text_of(value: object, *, autoescape: bool) -> str:
+    """``value`` as an output writes it."""
+    if type(value) is str:
+        return escaped(value) if autoescape else value
+    if type(value) is int or type(value) is float:
+        # Its `str`, as python-liquid's: digits, a sign, a point, an exponent, `inf` or `nan`, nothing to escape.
+        return str(value)
+    return to_liquid_string(value, autoescape)
 
 
 # What a lookup gives for a name it does not find.
@@ -189,9 +236,14 @@ def _looked_up(scope: Mapping[str, object], names: Sequence[str]) -> object:
     """The item of ``names`` in ``scope``, name by name, as python-liquid's `RenderContext.get` finds it when every
     name is a string and each lookup finds its item: its `get_item` is that item for a string, as it tries it first
     (`size`, `first` and `last` too); _ABSENT where `get` would not find it (a KeyError, TypeError or IndexError)."""
-    value: Any = _in_scope(scope, names[0])
+    value = _in_scope(scope, names[0])
+    return value if value is _ABSENT else _items(value, names[1:])
+
+
+def _items(value: Any, names: Sequence[str]) -> object:
+    """The item of ``names`` in ``value``, name by name (`_looked_up`), or _ABSENT."""
     try:
-        for name in names[1:]:
+        for name in names:
             value = value[name]
     except (KeyError, TypeError, IndexError):
         return _ABSENT
@@ -346,15 +398,132 @@ class LoopBody(BlockNode):
     what each wrote nor `Node.render` asking whether a tag is disabled (none is, as for EscapingOutputNode): a loop
     renders its body each iteration."""
 
-    __slots__ = ()
+    __slots__ = ("ops",)
+
+    def __init__(self, token: Token, nodes: list[Node]) -> None:
+        super().__init__(token, nodes)
+        # Set by the CustomerTemplate the loop is parsed into.
+        self.ops: tuple[Op, ...] | None = None
 
     def render(self, context: RenderContext, buffer: TextIO) -> int:
         if self.blank and context.env.suppress_blank_control_flow_blocks:
             return self.render_to_output(context, buffer)
+        if self.ops is not None and type(buffer) is CountedOutput:
+            return _ops_rendered(self.ops, context, buffer, root=False)
         written = 0
         for node in self.nodes:
             written += node.render(context, buffer)
         return written
+
+
+# What `_ops_rendered` does with a node of a block, the op `_ops` made of it when the template was parsed: writes its
+# run of text, its output of a name (EscapingOutputNode's without filters) of `data`, of the loop's variable, or of
+# any other name, its literal cycle's next text; any other node renders itself.
+TEXT, DATA_NAME, LOOP_NAME, NAME, CYCLE, NODE = range(6)
+# (what to do, what with, and more, the node it was made of)
+Op = tuple[int, Any, Any, Node]
+
+
+def _ops(nodes: Sequence[Node], bound: set[str], *, loop_variable: str | None = None) -> tuple[Op, ...]:
+    """The ops of a block's nodes; ``bound``: the names the template binds anywhere (`_bound_names`);
+    ``loop_variable``: the variable of the loop whose body they are."""
+    return tuple(_op(node, bound, loop_variable) for node in nodes)
+
+
+def _op(node: Node, bound: set[str], loop_variable: str | None) -> Op:
+    if type(node) is TextNode:
+        return (TEXT, node.text, node.size, node)
+    if type(node) is EscapingOutputNode and node.names is not None:
+        if len(node.names) == 1 and node.names[0] not in bound:
+            return (DATA_NAME, node.names[0], None, node)
+        if node.names[0] == loop_variable:
+            return (LOOP_NAME, node.names[0], node.names[1:], node)
+        return (NAME, node.names, None, node)
+    if type(node) is LiteralCycleNode and node.key is not None:
+        return (CYCLE, node.key, node.texts, node)
+    return (NODE, None, None, node)
+
+
+def _tree(nodes: Sequence[Node], static_context: RenderContext) -> Iterator[Node]:
+    """Every node of ``nodes`` and of their blocks, as python-liquid's static analysis visits them."""
+    for node in nodes:
+        yield node
+        yield from _tree(list(node.children(static_context, include_partials=False)), static_context)
+
+
+def _bound_names(nodes: Sequence[Node], static_context: RenderContext) -> set[str]:
+    """The names a template's nodes bind anywhere in it (python-liquid's `template_scope` and `block_scope`: `assign`,
+    `capture`, a loop's variable and `forloop`, ...). A name outside it, in a render of the template, is in no scope
+    before the render's globals, `data` as it is (CustomerTemplate.make_globals): the template's namespace holds only
+    `partial` (python-liquid's `make_partial_namespace`), the locals only what `assign` and `capture` bind, a loop's
+    namespace only its variable and `forloop`, and nothing else extends a customer's render."""
+    names: set[str] = set()
+    for node in _tree(nodes, static_context):
+        names.update(str(name) for name in node.template_scope())
+        names.update(str(name) for name in node.block_scope())
+    return names
+
+
+# A render's globals when they are not `data` as it is: each DATA_NAME found the way of any other name.
+_NO_DATA: dict[str, object] = {}
+
+
+def _ops_rendered(ops: Sequence[Op], context: RenderContext, buffer: CountedOutput, *, root: bool) -> int:
+    """A block's nodes rendered, one after the other, as each renders itself, through the ops made of them: a node
+    that writes text (a run of text, an output of a name, a literal cycle) written here, without a call of its own,
+    its bytes counted and refused past the limit as CountedOutput's `write` does, and an output of a name of `data`
+    (DATA_NAME) found in it without asking each scope before it (`_bound_names` says none holds it). A render writes a
+    few hundred times. ``root``: the template's own nodes, whose errors python-liquid's `render_with_context` gives
+    the node's token when they have none, and where an interrupt (`break` outside a loop) is a syntax error."""
+    data = context.globals if type(context.globals) is dict else _NO_DATA
+    autoescape = context.autoescape
+    size, limit = buffer.size, buffer.limit
+    written = 0
+    try:
+        for op, argument, extra, node in ops:
+            if op == TEXT:
+                text = argument
+                size += extra
+            elif op == NODE:
+                buffer.size = size
+                written += node.render(context, buffer)
+                size = buffer.size
+                continue
+            else:
+                if op == CYCLE:
+                    text = extra[context.cycle(argument, len(extra))]
+                else:
+                    if op == DATA_NAME:
+                        value = data.get(argument, _ABSENT)
+                    elif op == LOOP_NAME:
+                        # The loop's namespace, in front of every scope in its body, always holds its variable.
+                        value = _items(context.scope._maps[0][argument], extra)
+                    else:
+                        value = _looked_up(context.scope, argument)
+                    if type(value) is str:  # most outputs: _text_of's first case, without its call
+                        text = escaped(value) if autoescape else value
+                    elif value is not _ABSENT:
+                        text = _text_of(value, autoescape=autoescape)
+                    else:  # not found: the output's own way, python-liquid's for what it does not find
+                        text = cast(EscapingOutputNode, node).text(context)
+                size += len(text) if text.isascii() else len(text.encode())
+            if size > limit:
+                raise OutputStreamLimitError("output stream limit reached", token=None)
+            written += _STRING_IO_WRITE(buffer, text)
+    except LiquidInterrupt as interrupt:
+        if not root:
+            raise
+        raise LiquidSyntaxError(f"unexpected '{interrupt}'", token=node.token) from None
+    except StopRender:
+        if not root:
+            raise
+        return written
+    except LiquidError as error:
+        if root and not error.token:
+            error.token = node.token
+        raise
+    buffer.size = size
+    return written
 
 
 class PlainNameForNode(ForNode):

@@ -28,6 +28,7 @@ DATA: dict[str, Any] = {
     "key": "name",
     "ascii_quarter": "x" * (LIMIT // 4),
     "accented_quarter": "é" * (LIMIT // 8),
+    "partial": "a name python-liquid's template namespace holds before data",
 }
 TEMPLATES = [
     "{{ name }} {{ accented }} {{ count }} {{ price }} {{ gift }} {{ nothing }} {{ tags }}",
@@ -66,6 +67,18 @@ TEMPLATES = [
     "{% for item in items %}{% for item in tags %}{{ item }}{% endfor %}{{ item.name }}{{ forloop.index }}{% endfor %}"
     "{% for item in items reversed limit: 1 %}{{ item.name }}{% else %}none{% endfor %}{{ item }}",
     "{% if gift %} \n {% endif %}{% for t in tags %} {% endfor %}é {% capture c %} é{% endcapture %}{{ c }}",
+    # A name of data the template binds somewhere (engine._bound_names), before and after it does, and where it does.
+    "{{ name }}{% assign name = 'local' %}{{ name }}{{ key }}{% capture key %}<{{ key }}>{% endcapture %}{{ key }}",
+    "{{ count }}{% for count in tags %}{{ count }}{{ name }}{% endfor %}{{ count }}{% for name in tags %}{% endfor %}",
+    "{% tablerow name in tags %}{{ name }}{{ count }}{% endtablerow %}{{ name }}{{ partial }}",
+    "{{ count }}{% increment count %}{{ count }}{% decrement fresh %}{{ fresh }}{{ forloop }}",
+    "{% for item in items %}{{ item }}{{ item.name }}{{ item.size }}{% for tag in tags %}{{ item.name }}{{ tag }}"
+    "{% endfor %}{{ forloop.last }}{{ item.missing }}{% endfor %}",
+    "{% for tag in tags %}{{ tag.size }}{{ tag.first }}{{ tag[0] }}{{ tag.nothing.deeper }}{% endfor %}",
+    "{% for n in numbers %}{{ n }}{% endfor %}{% for q in (1..2) %}{{ q }}{{ q.size }}{% endfor %}",
+    "a{% break %}b",
+    "a{% if gift %}{% continue %}{% endif %}b",
+    "{{ name }}\r{{ accented }}\r\n{{ count }}\r",
 ]
 
 
