@@ -62,6 +62,8 @@ INLINED_HTML_MAX_CHARS = 1024 * 1024
 LOOP_ITERATIONS_MAX = 10_000
 # What `assign` and `capture` may hold at once, by sys.getsizeof (python-liquid's measure), per render.
 LOCAL_NAMESPACE_MAX_BYTES = 256 * 1024
+# Nodes css-inline allocates for the parsed HTML before it needs more (STYLE_INLINER).
+STYLE_NODES_PREALLOCATED = 512
 # Scopes a render may open inside one another (each loop opens one): python-liquid's default.
 CONTEXT_DEPTH_MAX = 30
 # Blocks nested inside one another in a part's source, refused when saved: python-liquid's default.
@@ -574,7 +576,13 @@ HTML_ENVIRONMENT = CustomerEnvironment(autoescape=True, undefined=MissingVariabl
 TEXT_ENVIRONMENT = CustomerEnvironment(autoescape=False, undefined=MissingVariable)
 # No stylesheet is ever fetched or read (https://github.com/Stranger6667/css-inline#configuration): a template
 # cannot make NotifyHub reach a URL or a file. At-rules (`@media`) cannot be inlined and stay in a `<style>`.
-STYLE_INLINER = css_inline.CSSInliner(load_remote_stylesheets=False, keep_at_rules=True)
+# The parsed document's nodes are allocated 512 at first, where css-inline's default of 32 grows its vector four
+# times and more for an email of a few hundred tags (`preallocate_node_capacity`,
+# https://docs.rs/css-inline/latest/css_inline/struct.InlineOptions.html): the bench's receipt, about 800 nodes,
+# 0.05 M instructions less an inlining of 3.62 M (callgrind).
+STYLE_INLINER = css_inline.CSSInliner(
+    load_remote_stylesheets=False, keep_at_rules=True, preallocate_node_capacity=STYLE_NODES_PREALLOCATED
+)
 # `<style` in any case, found without lowering the whole HTML: no character but ASCII's lowers to any of its
 # letters, so ASCII's cases find what `"<style" in html.lower()` would.
 STYLE_TAG = re.compile("<style", re.IGNORECASE | re.ASCII)
