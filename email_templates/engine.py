@@ -360,7 +360,20 @@ class NameCondition(BooleanExpression):
 
     def evaluate(self, context: RenderContext) -> bool:
         value = _looked_up(context.scope, self.names)
-        return super().evaluate(context) if value is _ABSENT else is_truthy(value)
+        return super().evaluate(context) if value is _ABSENT else _truthy(value)
+
+
+# What a name of `data` may be, which no `__liquid__` of python-liquid's protocol turns into another value and no
+# Undefined is.
+_DATA_TYPES = frozenset({str, int, float, bool, type(None), list, dict})
+
+
+def _truthy(value: object) -> bool:
+    """As python-liquid's `is_truthy`, which asks any value for `__liquid__` and whether it is Undefined (an ABC's
+    isinstance) first: a value of `data`'s types is true unless it is false or nil."""
+    if type(value) in _DATA_TYPES:
+        return value is not False and value is not None
+    return is_truthy(value)
 
 
 class NameIfNode(IfNode):
@@ -689,7 +702,8 @@ def render(template: Compiled, data: Mapping[str, Any], *, alias: str) -> Render
 
 def _rendered(part: str, template: BoundTemplate, data: Mapping[str, Any], *, alias: str) -> str:
     try:
-        return template.render(**data)
+        # The mapping itself, which python-liquid's `render` copies once: `**data` unpacked it into keywords first.
+        return template.render(data)
     except UndefinedError as error:
         raise TemplateDataMissing(name=str(error.message), alias=alias) from None
     except LiquidError as error:
