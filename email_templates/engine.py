@@ -221,13 +221,14 @@ class EscapingOutputNode(OutputNode):
 
 
 def _text_of(value: object, *, autoescape: bool) -> str:
-    """``value`` as an output writes it."""
+    """``value`` as an output writes it, a `str` itself: python-liquid's `to_liquid_string` gives a `Markup` for a
+    `Markup` (what `capture` binds in `html`), whose `+` escapes the text it is added to (`_ops_rendered`)."""
     if type(value) is str:
         return escaped(value) if autoescape else value
     if type(value) is int or type(value) is float:
         # Its `str`, as python-liquid's: digits, a sign, a point, an exponent, `inf` or `nan`, nothing to escape.
         return str(value)
-    return to_liquid_string(value, autoescape)
+    return str(to_liquid_string(value, autoescape))
 
 
 # What a lookup gives for a name it does not find.
@@ -432,31 +433,56 @@ class LoopBody(BlockNode):
 
 
 # What `_ops_rendered` does with a node of a block, the op `_ops` made of it when the template was parsed: writes its
-# run of text, its output of a name (EscapingOutputNode's without filters) of `data`, of the loop's variable, or of
-# any other name, its literal cycle's next text; any other node renders itself.
-TEXT, DATA_NAME, LOOP_NAME, NAME, CYCLE, NODE = range(6)
-# (what to do, what with, and more, the node it was made of)
-Op = tuple[int, Any, Any, Node]
+# run of text, its output of a name (EscapingOutputNode's without filters) of `data`, of an item of the loop's
+# variable (`item.name`), of the loop's variable and what follows, or of any other name, its literal cycle's next
+# text; any other node renders itself.
+TEXT, DATA_NAME, LOOP_ITEM, LOOP_NAME, NAME, CYCLE, NODE = range(7)
+# (what to do, what with, and more, the text written before (the run of text that comes before an op that writes
+# text), its UTF-8 bytes, the nodes it was made of: the run of text's first when it has one)
+Op = tuple[int, Any, Any, str, int, tuple[Node, ...]]
 
 
 def _ops(nodes: Sequence[Node], bound: set[str], *, loop_variable: str | None = None) -> tuple[Op, ...]:
     """The ops of a block's nodes; ``bound``: the names the template binds anywhere (`_bound_names`);
-    ``loop_variable``: the variable of the loop whose body they are."""
-    return tuple(_op(node, bound, loop_variable) for node in nodes)
+    ``loop_variable``: the variable of the loop whose body they are. A run of text followed by a node that writes
+    text is that node's op's text before, written with its text in one write: the same text unless the run ends
+    with a carriage return, which python-liquid's output (a StringIO translating newlines) turns into a newline
+    apart from a line feed that begins the next write, as it does when the two are written together."""
+    ops: list[Op] = []
+    before: TextNode | None = None
+    for node in nodes:
+        op = _op(node, bound, loop_variable)
+        if before is not None and op[0] not in (TEXT, NODE) and not before.text.endswith("\r"):
+            ops.append((op[0], op[1], op[2], before.text, before.size, (before, node)))
+            before = None
+            continue
+        if before is not None:
+            ops.append(_op(before, bound, loop_variable))
+        before = node if type(node) is TextNode else None
+        if before is None:
+            ops.append(op)
+    if before is not None:
+        ops.append(_op(before, bound, loop_variable))
+    return tuple(ops)
 
 
 def _op(node: Node, bound: set[str], loop_variable: str | None) -> Op:
+    """The op of ``node``, with no text before."""
     if type(node) is TextNode:
-        return (TEXT, node.text, node.size, node)
+        return (TEXT, None, None, node.text, node.size, (node,))
     if type(node) is EscapingOutputNode and node.names is not None:
-        if len(node.names) == 1 and node.names[0] not in bound:
-            return (DATA_NAME, node.names[0], None, node)
-        if node.names[0] == loop_variable:
-            return (LOOP_NAME, node.names[0], node.names[1:], node)
-        return (NAME, node.names, None, node)
+        names = node.names
+        if len(names) == 1 and names[0] not in bound:
+            return (DATA_NAME, names[0], None, "", 0, (node,))
+        if names[0] == loop_variable:
+            if len(names) == 2:
+                return (LOOP_ITEM, names[0], names[1], "", 0, (node,))
+            return (LOOP_NAME, names[0], names[1:], "", 0, (node,))
+        return (NAME, names, None, "", 0, (node,))
     if type(node) is LiteralCycleNode and node.key is not None:
-        return (CYCLE, node.key, node.texts, node)
-    return (NODE, None, None, node)
+        # Each a `str` itself, for the text before it: see _text_of.
+        return (CYCLE, node.key, [str(text) for text in node.texts], "", 0, (node,))
+    return (NODE, None, None, "", 0, (node,))
 
 
 def _tree(nodes: Sequence[Node], static_context: RenderContext) -> Iterator[Node]:
@@ -495,47 +521,54 @@ def _ops_rendered(ops: Sequence[Op], context: RenderContext, buffer: CountedOutp
     size, limit = buffer.size, buffer.limit
     written = 0
     try:
-        for op, argument, extra, node in ops:
+        for op, argument, extra, before, before_size, nodes in ops:
+            # The text before is counted first, as python-liquid writes it before what follows is looked up, and
+            # refused with its own node's token at the root.
+            size += before_size
+            if size > limit:
+                raise OutputStreamLimitError("output stream limit reached", token=nodes[0].token if root else None)
             if op == TEXT:
-                text = argument
-                size += extra
-            elif op == NODE:
+                written += _STRING_IO_WRITE(buffer, before)
+                continue
+            if op == NODE:
                 buffer.size = size
-                written += node.render(context, buffer)
+                written += nodes[0].render(context, buffer)
                 size = buffer.size
                 continue
+            if op == CYCLE:
+                text = extra[context.cycle(argument, len(extra))]
             else:
-                if op == CYCLE:
-                    text = extra[context.cycle(argument, len(extra))]
+                if op == DATA_NAME:
+                    value = data.get(argument, _ABSENT)
+                elif op == LOOP_ITEM:
+                    # The loop's namespace, in front of every scope in its body, always holds its variable.
+                    item = context.scope._maps[0][argument]
+                    value = item.get(extra, _ABSENT) if type(item) is dict else _items(item, (extra,))
+                elif op == LOOP_NAME:
+                    value = _items(context.scope._maps[0][argument], extra)
                 else:
-                    if op == DATA_NAME:
-                        value = data.get(argument, _ABSENT)
-                    elif op == LOOP_NAME:
-                        # The loop's namespace, in front of every scope in its body, always holds its variable.
-                        value = _items(context.scope._maps[0][argument], extra)
-                    else:
-                        value = _looked_up(context.scope, argument)
-                    if type(value) is str:  # most outputs: _text_of's first case, without its call
-                        text = escaped(value) if autoescape else value
-                    elif value is not _ABSENT:
-                        text = _text_of(value, autoescape=autoescape)
-                    else:  # not found: the output's own way, python-liquid's for what it does not find
-                        text = cast(EscapingOutputNode, node).text(context)
-                size += len(text) if text.isascii() else len(text.encode())
+                    value = _looked_up(context.scope, argument)
+                if type(value) is str:  # most outputs: _text_of's first case, without its call
+                    text = escaped(value) if autoescape else value
+                elif value is not _ABSENT:
+                    text = _text_of(value, autoescape=autoescape)
+                else:  # not found: the output's own way, python-liquid's for what it does not find
+                    text = cast(EscapingOutputNode, nodes[-1]).text(context)
+            size += len(text) if text.isascii() else len(text.encode())
             if size > limit:
                 raise OutputStreamLimitError("output stream limit reached", token=None)
-            written += _STRING_IO_WRITE(buffer, text)
+            written += _STRING_IO_WRITE(buffer, before + text)
     except LiquidInterrupt as interrupt:
         if not root:
             raise
-        raise LiquidSyntaxError(f"unexpected '{interrupt}'", token=node.token) from None
+        raise LiquidSyntaxError(f"unexpected '{interrupt}'", token=nodes[-1].token) from None
     except StopRender:
         if not root:
             raise
         return written
     except LiquidError as error:
         if root and not error.token:
-            error.token = node.token
+            error.token = nodes[-1].token
         raise
     buffer.size = size
     return written

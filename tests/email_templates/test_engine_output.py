@@ -29,6 +29,7 @@ DATA: dict[str, Any] = {
     "ascii_quarter": "x" * (LIMIT // 4),
     "accented_quarter": "é" * (LIMIT // 8),
     "partial": "a name python-liquid's template namespace holds before data",
+    "line": "\nbegins with a line feed",
 }
 TEMPLATES = [
     "{{ name }} {{ accented }} {{ count }} {{ price }} {{ gift }} {{ nothing }} {{ tags }}",
@@ -50,6 +51,8 @@ TEMPLATES = [
     "{% for q in (1..4) %}{{ accented_quarter }}{% endfor %}",
     "{% for q in (1..4) %}{{ accented_quarter }}{% endfor %}é",
     "{% capture c %}{% for q in (1..5) %}{{ ascii_quarter }}{% endfor %}{% endcapture %}x",
+    "{% for q in (1..4) %}{{ ascii_quarter }}{% endfor %}x{{ name }}",
+    "{% for q in (1..4) %}{{ ascii_quarter }}{% endfor %}{% cycle 'x' %}",
     "{{ ascii_quarter }}{{ ascii_quarter }}{% capture c %}{{ ascii_quarter }}{{ ascii_quarter }}é{% endcapture %}",
     "{% for t in tags %}{% cycle 'a', 'b' %}{% cycle 'a', 'b' %}{% cycle 'x<', \"y&\" %}{% cycle 'a' %}{% endfor %}",
     "{% for t in tags %}{% cycle g: 'a', 'b' %}{% cycle 'a', name %}{% cycle 1, 2 %}{% cycle 'a', 'b', 'c' %}"
@@ -79,6 +82,12 @@ TEMPLATES = [
     "a{% break %}b",
     "a{% if gift %}{% continue %}{% endif %}b",
     "{{ name }}\r{{ accented }}\r\n{{ count }}\r",
+    # Text before what a Markup writes (a cycle's value, what `capture` binds in `html`) is not escaped with it.
+    "{% for t in tags %}<tr class=\"{% cycle 'a', 'b<' %}\">{{ t }}</tr>{% endfor %}<i>{% cycle 'c' %}",
+    "{% capture c %}<b>{{ name }}</b>{% endcapture %}<p>{{ c }}</p>{% for t in tags %}<td>{{ c }}{% endfor %}",
+    # Text before text (a comment between) and before a carriage return's line feed.
+    "<a>{% comment %}x{% endcomment %}<b>{{ name }}\r{{ '\n' }}{{ name }}<c>\r{{ line }}\n{% for t in tags %}\r"
+    "{{ line }}{% endfor %}",
 ]
 
 
