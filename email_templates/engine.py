@@ -396,6 +396,12 @@ class NameIfNode(IfNode):
     # No tag is disabled in a customer's render: see EscapingOutputNode.
     render = IfNode.render_to_output
 
+    def branch(self, context: RenderContext, value: object) -> BlockNode | None:
+        """The block an `if` without `elsif` renders when its condition's name is ``value`` (_ABSENT: not found, as
+        NameCondition's), or None."""
+        truthy = self.condition.evaluate(context) if value is _ABSENT else _truthy(value)
+        return self.consequence if truthy else self.default
+
 
 class NameIf(IfTag):
     node_class = NameIfNode
@@ -435,8 +441,10 @@ class LoopBody(BlockNode):
 # What `_ops_rendered` does with a node of a block, the op `_ops` made of it when the template was parsed: writes its
 # run of text, its output of a name (EscapingOutputNode's without filters) of `data`, of an item of the loop's
 # variable (`item.name`), of the loop's variable and what follows, or of any other name, its literal cycle's next
-# text; any other node renders itself.
-TEXT, DATA_NAME, LOOP_ITEM, LOOP_NAME, NAME, CYCLE, NODE = range(7)
+# text, renders the block its `if` on a name (without `elsif`) picks; any other node renders itself.
+# The outputs of a name first, the most frequent first: `_ops_rendered` asks in this order.
+LOOP_ITEM, DATA_NAME, LOOP_NAME, NAME, TEXT, CYCLE, BRANCH, LOOP_BRANCH, NODE = range(9)
+WRITING = frozenset({LOOP_ITEM, DATA_NAME, LOOP_NAME, NAME, CYCLE})
 # (what to do, what with, and more, the text written before (the run of text that comes before an op that writes
 # text), its UTF-8 bytes, the nodes it was made of: the run of text's first when it has one)
 Op = tuple[int, Any, Any, str, int, tuple[Node, ...]]
@@ -452,7 +460,7 @@ def _ops(nodes: Sequence[Node], bound: set[str], *, loop_variable: str | None = 
     before: TextNode | None = None
     for node in nodes:
         op = _op(node, bound, loop_variable)
-        if before is not None and op[0] not in (TEXT, NODE) and not before.text.endswith("\r"):
+        if before is not None and op[0] in WRITING and not before.text.endswith("\r"):
             ops.append((op[0], op[1], op[2], before.text, before.size, (before, node)))
             before = None
             continue
@@ -482,6 +490,9 @@ def _op(node: Node, bound: set[str], loop_variable: str | None) -> Op:
     if type(node) is LiteralCycleNode and node.key is not None:
         # Each a `str` itself, for the text before it: see _text_of.
         return (CYCLE, node.key, [str(text) for text in node.texts], "", 0, (node,))
+    if type(node) is NameIfNode and type(node.condition) is NameCondition and not node.alternatives:
+        names = node.condition.names
+        return (LOOP_BRANCH if names[0] == loop_variable else BRANCH, node.branch, names, "", 0, (node,))
     return (NODE, None, None, "", 0, (node,))
 
 
@@ -527,23 +538,13 @@ def _ops_rendered(ops: Sequence[Op], context: RenderContext, buffer: CountedOutp
             size += before_size
             if size > limit:
                 raise OutputStreamLimitError("output stream limit reached", token=nodes[0].token if root else None)
-            if op == TEXT:
-                written += _STRING_IO_WRITE(buffer, before)
-                continue
-            if op == NODE:
-                buffer.size = size
-                written += nodes[0].render(context, buffer)
-                size = buffer.size
-                continue
-            if op == CYCLE:
-                text = extra[context.cycle(argument, len(extra))]
-            else:
-                if op == DATA_NAME:
-                    value = data.get(argument, _ABSENT)
-                elif op == LOOP_ITEM:
+            if op <= NAME:
+                if op == LOOP_ITEM:
                     # The loop's namespace, in front of every scope in its body, always holds its variable.
                     item = context.scope._maps[0][argument]
                     value = item.get(extra, _ABSENT) if type(item) is dict else _items(item, (extra,))
+                elif op == DATA_NAME:
+                    value = data.get(argument, _ABSENT)
                 elif op == LOOP_NAME:
                     value = _items(context.scope._maps[0][argument], extra)
                 else:
@@ -554,6 +555,26 @@ def _ops_rendered(ops: Sequence[Op], context: RenderContext, buffer: CountedOutp
                     text = _text_of(value, autoescape=autoescape)
                 else:  # not found: the output's own way, python-liquid's for what it does not find
                     text = cast(EscapingOutputNode, nodes[-1]).text(context)
+            elif op == TEXT:
+                written += _STRING_IO_WRITE(buffer, before)
+                continue
+            elif op == CYCLE:
+                text = extra[context.cycle(argument, len(extra))]
+            else:
+                if op == NODE:
+                    block = nodes[0]
+                else:  # argument: NameIfNode.branch; extra: the condition's names
+                    scope = context.scope
+                    if op == LOOP_BRANCH:
+                        value = _items(scope._maps[0][extra[0]], extra[1:])
+                    else:
+                        value = _looked_up(scope, extra)
+                    block = argument(context, value)
+                if block is not None:
+                    buffer.size = size
+                    written += block.render(context, buffer)
+                    size = buffer.size
+                continue
             size += len(text) if text.isascii() else len(text.encode())
             if size > limit:
                 raise OutputStreamLimitError("output stream limit reached", token=None)
