@@ -52,6 +52,10 @@ TEMPLATES = [
     "{% for q in (1..4) %}{{ accented_quarter }}{% endfor %}é",
     "{% capture c %}{% for q in (1..5) %}{{ ascii_quarter }}{% endfor %}{% endcapture %}x",
     "{% for q in (1..4) %}{{ ascii_quarter }}{% endfor %}x{{ name }}",
+    # Every other tag, whose nodes engine._bound_names visits when the template is parsed.
+    "{% assign a = 1 %}{% case a %}{% when 1 %}<{{ name }}>{% else %}e{% endcase %}{% ifchanged %}{{ a }}"
+    "{% endifchanged %}{% liquid\n assign b = 2\n echo b\n%}{% raw %}{{ x }}{% endraw %}{% unless a %}u{% endunless %}"
+    "{% # a comment %}{{ b }}{% echo name %}{% decrement d %}{{ d }}{% tablerow t in tags %}<{{ t }}>{% endtablerow %}",
     "{% for q in (1..4) %}{{ ascii_quarter }}{% endfor %}{% cycle 'x' %}",
     "{{ ascii_quarter }}{{ ascii_quarter }}{% capture c %}{{ ascii_quarter }}{{ ascii_quarter }}é{% endcapture %}",
     "{% for t in tags %}{% cycle 'a', 'b' %}{% cycle 'a', 'b' %}{% cycle 'x<', \"y&\" %}{% cycle 'a' %}{% endfor %}",
