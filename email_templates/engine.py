@@ -416,9 +416,10 @@ def _name_condition(condition: Expression) -> Expression:
 
 
 class LoopBody(BlockNode):
-    """A loop's body, rendered as python-liquid's block, its nodes one after the other, without a generator summing
-    what each wrote nor `Node.render` asking whether a tag is disabled (none is, as for EscapingOutputNode): a loop
-    renders its body each iteration."""
+    """A loop's body, rendered as python-liquid's block, through the ops its CustomerTemplate made of its nodes
+    (`_ops_rendered`), else its nodes one after the other, without a generator summing what each wrote nor
+    `Node.render` asking whether a tag is disabled (none is, as for EscapingOutputNode): a loop renders its body
+    each iteration."""
 
     __slots__ = ("ops",)
 
@@ -523,10 +524,11 @@ _NO_DATA: dict[str, object] = {}
 def _ops_rendered(ops: Sequence[Op], context: RenderContext, buffer: CountedOutput, *, root: bool) -> int:
     """A block's nodes rendered, one after the other, as each renders itself, through the ops made of them: a node
     that writes text (a run of text, an output of a name, a literal cycle) written here, without a call of its own,
-    its bytes counted and refused past the limit as CountedOutput's `write` does, and an output of a name of `data`
-    (DATA_NAME) found in it without asking each scope before it (`_bound_names` says none holds it). A render writes a
-    few hundred times. ``root``: the template's own nodes, whose errors python-liquid's `render_with_context` gives
-    the node's token when they have none, and where an interrupt (`break` outside a loop) is a syntax error."""
+    its bytes counted and refused past the limit as CountedOutput's `write` does, an output of a name of `data`
+    (DATA_NAME) found in it without asking each scope before it (`_bound_names` says none holds it), and the block an
+    `if` on a name picks rendered from here. A render writes a few hundred times. ``root``: the template's own
+    nodes, whose errors python-liquid's `render_with_context` gives the node's token when they have none, and where
+    an interrupt (`break` outside a loop) is a syntax error."""
     data = context.globals if type(context.globals) is dict else _NO_DATA
     autoescape = context.autoescape
     size, limit = buffer.size, buffer.limit
