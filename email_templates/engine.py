@@ -171,8 +171,13 @@ class CustomerTemplate(BoundTemplate):
         if args or kwargs or partial or type(buffer) is not CountedOutput or self.env.mode != Mode.STRICT:
             super().render_with_context(context, buffer, *args, partial=partial, block_scope=block_scope, **kwargs)
             return
-        with context.extend(namespace=self.make_partial_namespace(partial, {})):
+        # python-liquid's `context.extend` with the template's namespace, without its context manager: the depth it
+        # checks is the render's own scopes at the root, never past CONTEXT_DEPTH_MAX, and no other template is set.
+        context.scope.push(self.make_partial_namespace(partial, {}))
+        try:
             _ops_rendered(self.ops, context, buffer, root=True)
+        finally:
+            context.scope.pop()
 
     # Off the framework's road: docs/departures.md, "counted-output".
     def _get_buffer(self) -> StringIO:
@@ -553,6 +558,8 @@ def _ops_rendered(ops: Sequence[Op], context: RenderContext, buffer: CountedOutp
                     value = _looked_up(context.scope, argument)
                 if type(value) is str:  # most outputs: _text_of's first case, without its call
                     text = escaped(value) if autoescape else value
+                elif type(value) is int:  # _text_of's second, for an int, without its call
+                    text = str(value)
                 elif value is not _ABSENT:
                     text = _text_of(value, autoescape=autoescape)
                 else:  # not found: the output's own way, python-liquid's for what it does not find
