@@ -20,7 +20,8 @@
   message-delivery  a message's deliveries to an app's 10 endpoints against single webhook jobs: deliveries/s
   customer-webhooks-delete  an endpoint's and an app's delete with 20,000 deliveries: time and memory
   traces    accept and webhook delivery with traces on, to a local OTLP receiver, against traces off
-  all       the twenty in turn (the default)
+  trace-instructions  what traces add a webhook send and a delivery, counted by valgrind in one process
+  all       the twenty-one in turn (the default)
 
 They print numbers and verdicts and exit 0 whether or not a target is met; 1 means a benchmark could not run.
 Every option defaults to an environment variable, named in its help.
@@ -53,6 +54,7 @@ from bench import (
     scheduled,
     suppressions,
     templates,
+    trace_instructions,
     traces,
     unsubscribe,
 )
@@ -82,6 +84,7 @@ BENCHES = {
     "message-delivery": message_delivery,
     "customer-webhooks-delete": deletes,
     "traces": traces,
+    "trace-instructions": trace_instructions,
 }
 DATABASE = "notifyhub_bench"
 
@@ -102,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         # A parent of its own each: argparse shares a parent's options, defaults included, with every child.
         common = common_options(getattr(bench, "DATABASE", DATABASE))
         bench.options(commands.add_parser(name, parents=[common], help=bench.HELP))
-    commands.add_parser("all", parents=[common_options()], help="the twenty in turn (the default)")
+    commands.add_parser("all", parents=[common_options()], help="the twenty-one in turn (the default)")
     return parser
 
 
