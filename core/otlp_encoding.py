@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.exporter.otlp.proto.common._internal import (
     _encode_instrumentation_scope,
     _encode_key_value,
@@ -28,6 +29,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import SpanFlags
 from opentelemetry.proto.trace.v1.trace_pb2 import Status as StatusMessage
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util import BoundedList
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
@@ -35,6 +37,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 # this many the values vary (ids in an attribute) and the cache starts again rather than grow.
 KEPT_ATTRIBUTES_MAX = 4096
 KEPT_TYPES = frozenset({str, bool, int, float})
+HASHED_TYPES = KEPT_TYPES - {float}  # kept under the value itself; a float under its exact bits (_attribute)
 _kept_attributes: dict[tuple[str, type, Hashable], bytes] = {}
 
 # A field's tag is its number shifted left by three, or'ed with its wire type: 0 varint, 1 fixed64, 2 length-delimited,
@@ -93,8 +96,12 @@ _SPAN_ID_PREFIX = _varint(_SPAN_ID) + _varint(8)
 _PARENT_SPAN_ID_PREFIX = _varint(_PARENT_SPAN_ID) + _varint(8)
 _START_TIME_TAG, _END_TIME_TAG = _varint(_START_TIME), _varint(_END_TIME)
 _LOCAL_PARENT_FLAGS, _REMOTE_PARENT_FLAGS = _flags_field(False), _flags_field(True)
-_KIND_FIELDS = {kind: _varint(_KIND) + _varint(value) for kind, value in _KINDS.items() if value}
-_STATUS_FIELDS = {code: _status_field(code, None) for code in StatusCode}  # a status without a description
+# By the enum member's value: an enum member hashes in Python, its ``_value_`` is a plain attribute. Proto3 leaves out
+# a kind of 0 (unspecified), which the SDK never gives.
+_KIND_FIELDS_BY_VALUE = {
+    kind._value_: _varint(_KIND) + _varint(value) if value else b"" for kind, value in _KINDS.items()
+}
+_STATUS_FIELDS_BY_VALUE = {code._value_: _status_field(code, None) for code in StatusCode}  # without a description
 
 
 class EncodedRequest:
@@ -144,9 +151,17 @@ def _scope_spans_bytes(scope: InstrumentationScope | None, spans: list[bytes]) -
 
 
 def _span_bytes(span: ReadableSpan) -> bytes:
-    """The span's message, its fields in number order (``flags``, 16, last) as the protobuf runtime writes them."""
-    context: SpanContext = span.context
-    parent = span.parent
+    """The span's message, its fields in number order (``flags``, 16, last) as the protobuf runtime writes them.
+
+    The ended span's fields are read where the SDK keeps them, not through ``ReadableSpan``'s properties, which wrap
+    the attributes in a mapping proxy read back key by key and copy the events and links into tuples: about half of
+    what encoding a span cost. An ended span's attributes are immutable, so their dictionary is read as the SDK's own
+    iteration reads it then."""
+    context: SpanContext = span._context  # type: ignore[assignment]
+    parent = span._parent
+    attributes, dropped_attributes = _held(span._attributes)
+    events, dropped_events = _held(span._events)
+    links, dropped_links = _held(span._links)
     pieces = [
         _TRACE_ID_PREFIX,
         context.trace_id.to_bytes(16, "big"),
@@ -159,24 +174,39 @@ def _span_bytes(span: ReadableSpan) -> bytes:
         )
     if parent is not None:
         pieces += (_PARENT_SPAN_ID_PREFIX, parent.span_id.to_bytes(8, "big"))
-    pieces.append(_string_field(_NAME, span.name))
-    if span.kind in _KIND_FIELDS:
-        pieces.append(_KIND_FIELDS[span.kind])
-    if span.start_time:  # 0 is unset, as None is to the SDK's encoder
-        pieces += (_START_TIME_TAG, span.start_time.to_bytes(8, "little"))
-    if span.end_time:
-        pieces += (_END_TIME_TAG, span.end_time.to_bytes(8, "little"))
-    pieces += [_attribute(key, value) for key, value in (span.attributes or {}).items()]
-    pieces.append(_count_field(_DROPPED_ATTRIBUTES, span.dropped_attributes))
-    if span.events:
+    pieces.append(_string_field(_NAME, span._name))
+    pieces.append(_KIND_FIELDS_BY_VALUE[span._kind._value_])
+    if span._start_time:  # 0 is unset, as None is to the SDK's encoder
+        pieces += (_START_TIME_TAG, span._start_time.to_bytes(8, "little"))
+    if span._end_time:
+        pieces += (_END_TIME_TAG, span._end_time.to_bytes(8, "little"))
+    pieces += [
+        _kept_attributes.get((key, type(value), value)) or _attribute(key, value)
+        if type(value) in HASHED_TYPES
+        else _attribute(key, value)
+        for key, value in attributes.items()
+    ]
+    pieces.append(_count_field(_DROPPED_ATTRIBUTES, dropped_attributes))
+    if events:
         pieces += [_field(_EVENTS, event.SerializeToString()) for event in _encode_events(span.events) or []]
-    pieces.append(_count_field(_DROPPED_EVENTS, span.dropped_events))
-    if span.links:
+    pieces.append(_count_field(_DROPPED_EVENTS, dropped_events))
+    if links:
         pieces += [_field(_LINKS, link.SerializeToString()) for link in _encode_links(span.links) or []]
-    pieces.append(_count_field(_DROPPED_LINKS, span.dropped_links))
-    pieces.append(_status(span.status))
+    pieces.append(_count_field(_DROPPED_LINKS, dropped_links))
+    pieces.append(_status(span._status))
     pieces.append(_REMOTE_PARENT_FLAGS if parent is not None and parent.is_remote else _LOCAL_PARENT_FLAGS)
     return b"".join(pieces)
+
+
+def _held(bounded: Any) -> tuple[Any, int]:
+    """What an SDK span's ``BoundedAttributes`` or ``BoundedList`` holds (its dict, its deque) and how many it
+    dropped, as the SDK's ``dropped_*`` properties give it; a plain mapping or sequence as it is (a ``ReadableSpan``
+    made directly), nothing for ``None``."""
+    if type(bounded) is BoundedAttributes:
+        return bounded._dict, bounded.dropped
+    if type(bounded) is BoundedList:
+        return bounded._dq, bounded.dropped
+    return bounded or {}, 0
 
 
 def _string_field(tag: int, value: str) -> bytes:
@@ -207,5 +237,5 @@ def _attribute(key: str, value: Any) -> bytes:
 
 def _status(status: Status) -> bytes:
     if status.description is None:
-        return _STATUS_FIELDS[status.status_code]
+        return _STATUS_FIELDS_BY_VALUE[status.status_code._value_]
     return _status_field(status.status_code, status.description)
