@@ -25,10 +25,18 @@ from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.http import trace_exporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation import psycopg as psycopg_instrumentation
-from opentelemetry.instrumentation._semconv import _set_db_name, _set_db_statement, _set_db_system
+from opentelemetry.instrumentation import redis as redis_instrumentation
+from opentelemetry.instrumentation._semconv import (
+    _get_semconv_opt_in_modes,
+    _OpenTelemetryStabilitySignalType,
+    _set_db_name,
+    _set_db_statement,
+    _set_db_system,
+)
 from opentelemetry.instrumentation.celery import CeleryInstrumentor
 from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 from opentelemetry.instrumentation.redis import RedisInstrumentor
+from opentelemetry.instrumentation.redis.util import _build_span_name, _extract_conn_attributes, _format_command_args
 from opentelemetry.instrumentation.requests import RequestsInstrumentor
 from opentelemetry.instrumentation.utils import (
     http_status_to_status_code,
@@ -289,14 +297,17 @@ def _instrument() -> None:
     HTTP."""
     server_spans_start(trace.get_tracer(TRACER_NAME))
     CeleryInstrumentor().instrument()
-    # Off the framework's road: docs/departures.md, "statement-span".
-    psycopg_instrumentation.CursorTracer = StatementTracer  # what each connection's traced cursor is made with
+    # Off the framework's road: docs/departures.md, "client-span-start".
+    # What each connection's traced cursor is made with, looked up when the connection opens.
+    psycopg_instrumentation.CursorTracer = StatementTracer  # type: ignore[misc]
     PsycopgInstrumentor().instrument(enable_commenter=False)
+    # Off the framework's road: docs/departures.md, "client-span-start".
+    redis_instrumentation._traced_execute_factory = _redis_command_tracing  # what wraps each client's commands
     RedisInstrumentor().instrument()
     RequestsInstrumentor().instrument(request_hook=_origin_only)
 
 
-# Off the framework's road: docs/departures.md, "statement-span".
+# Off the framework's road: docs/departures.md, "client-span-start".
 class StatementTracer(psycopg_instrumentation.CursorTracer):
     """A statement's span as the psycopg instrumentation's cursor made it (its name, kind, attributes, an exception
     recorded with an error status), its attributes given as it starts and the span ended directly: the
@@ -308,11 +319,12 @@ class StatementTracer(psycopg_instrumentation.CursorTracer):
         if not is_instrumentation_enabled():
             return query_method(*args, **kwargs)
         integration = self._db_api_integration
-        operation = self.get_operation_name(cursor, args)
+        statement = list(args)  # the statement and its parameters, as the instrumentation's helpers are typed
+        operation = self.get_operation_name(cursor, statement)
         span = integration._tracer.start_span(
             operation or integration.database or integration.name,
             kind=SpanKind.CLIENT,
-            attributes=self._statement_attributes(cursor, args),
+            attributes=self._statement_attributes(cursor, statement),
         )
         started, error = time.perf_counter(), None
         try:
@@ -325,7 +337,7 @@ class StatementTracer(psycopg_instrumentation.CursorTracer):
             span.end()
             self._record_metrics(cursor, operation, started, error)
 
-    def _statement_attributes(self, cursor: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+    def _statement_attributes(self, cursor: Any, args: list[Any]) -> dict[str, Any]:
         """``_populate_span``'s attributes: the database's, the statement's, the connection's, the parameters' when
         the instrumentation captures them."""
         integration = self._db_api_integration
@@ -338,6 +350,55 @@ class StatementTracer(psycopg_instrumentation.CursorTracer):
         if integration.capture_parameters and len(args) > 1:
             attributes["db.statement.parameters"] = str(args[1])
         return attributes
+
+
+STOCK_REDIS_TRACING = redis_instrumentation._traced_execute_factory
+# Commands whose span the instrumentation gives more attributes, from the command and its answer (RediSearch's).
+REDIS_SEARCH_SPANS = frozenset({"redis.search", "redis.create_index"})
+
+
+# Off the framework's road: docs/departures.md, "client-span-start".
+def _redis_command_tracing(
+    tracer: trace.Tracer,
+    request_hook: Callable[..., None] | None = None,
+    response_hook: Callable[..., None] | None = None,
+) -> Callable[..., Any]:
+    """What the Redis instrumentation wraps ``Redis.execute_command`` with: a command's span as its own wrapper made it
+    (name, kind, ``db.statement``, ``db.redis.args_length``, the connection's attributes, an exception recorded with an
+    error status), given its attributes as it starts and ended directly, not made current around the command (inside
+    it nothing traced runs) nor set one attribute a call. With hooks, and for RediSearch's commands, the
+    instrumentation's own wrapper."""
+    stock = STOCK_REDIS_TRACING(tracer, request_hook, response_hook)
+    if request_hook is not None or response_hook is not None:
+        return stock
+    modes = _get_semconv_opt_in_modes(
+        (_OpenTelemetryStabilitySignalType.DATABASE, _OpenTelemetryStabilitySignalType.HTTP)
+    )
+    database_mode = modes[_OpenTelemetryStabilitySignalType.DATABASE]
+    http_mode = modes[_OpenTelemetryStabilitySignalType.HTTP]
+
+    def traced_execute_command(func: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: Any) -> Any:
+        if not is_instrumentation_enabled():
+            return func(*args, **kwargs)
+        name = _build_span_name(instance, args)
+        if name in REDIS_SEARCH_SPANS:
+            return stock(func, instance, args, kwargs)
+        attributes: dict[str, Any] = {}
+        _set_db_statement(attributes, _format_command_args(list(args)), database_mode)
+        attributes["db.redis.args_length"] = len(args)
+        connection_kwargs = getattr(getattr(instance, "connection_pool", None), "connection_kwargs", None)
+        if connection_kwargs is not None:
+            attributes.update(_extract_conn_attributes(connection_kwargs, database_mode, http_mode))
+        span = tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+        try:
+            return func(*args, **kwargs)
+        except Exception as exception:
+            _record_failure(span, exception)
+            raise
+        finally:
+            span.end()
+
+    return traced_execute_command
 
 
 def server_spans_start(tracer: trace.Tracer) -> None:

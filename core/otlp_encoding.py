@@ -205,7 +205,7 @@ def _held(bounded: Any) -> tuple[Any, int]:
     if type(bounded) is BoundedAttributes:
         return bounded._dict, bounded.dropped
     if type(bounded) is BoundedList:
-        return bounded._dq, bounded.dropped
+        return bounded._dq, bounded.dropped  # type: ignore[attr-defined]
     return bounded or {}, 0
 
 
