@@ -39,6 +39,7 @@ KEPT_ATTRIBUTES_MAX = 4096
 KEPT_TYPES = frozenset({str, bool, int, float})
 HASHED_TYPES = KEPT_TYPES - {float}  # kept under the value itself; a float under its exact bits (_attribute)
 _kept_attributes: dict[tuple[str, type, Hashable], bytes] = {}
+_kept_names: dict[str, bytes] = {}
 
 # A field's tag is its number shifted left by three, or'ed with its wire type: 0 varint, 1 fixed64, 2 length-delimited,
 # 5 fixed32 (trace.proto, trace_service.proto).
@@ -91,6 +92,7 @@ def _status_field(code: StatusCode, description: str | None) -> bytes:
     return _field(_STATUS, payload)
 
 
+_SCOPE_SPANS_SPANS_TAG = _varint(_SCOPE_SPANS_SPANS)
 _TRACE_ID_PREFIX = _varint(_TRACE_ID) + _varint(16)
 _SPAN_ID_PREFIX = _varint(_SPAN_ID) + _varint(8)
 _PARENT_SPAN_ID_PREFIX = _varint(_PARENT_SPAN_ID) + _varint(8)
@@ -124,10 +126,12 @@ def encode_spans(sdk_spans: Sequence[ReadableSpan]) -> EncodedRequest:
     bytes."""
     groups: dict[tuple[int, int], tuple[Resource, InstrumentationScope | None, list[bytes]]] = {}
     for span in sdk_spans:
-        key = (id(span.resource), id(span.instrumentation_scope))
+        resource, scope = span._resource, span._instrumentation_scope
+        key = (id(resource), id(scope))
         if key not in groups:
-            groups[key] = (span.resource, span.instrumentation_scope, [])
-        groups[key][2].append(_field(_SCOPE_SPANS_SPANS, _span_bytes(span)))
+            groups[key] = (resource, scope, [])
+        encoded = _span_bytes(span)
+        groups[key][2].append(_SCOPE_SPANS_SPANS_TAG + _varint(len(encoded)) + encoded)
     by_resource: dict[int, tuple[Resource, list[bytes]]] = {}
     for resource, scope, spans in groups.values():
         by_resource.setdefault(id(resource), (resource, []))[1].append(
@@ -174,7 +178,7 @@ def _span_bytes(span: ReadableSpan) -> bytes:
         )
     if parent is not None:
         pieces += (_PARENT_SPAN_ID_PREFIX, parent.span_id.to_bytes(8, "big"))
-    pieces.append(_string_field(_NAME, span._name))
+    pieces.append(_kept_names.get(span._name) or _name_field(span._name))
     pieces.append(_KIND_FIELDS_BY_VALUE[span._kind._value_])
     if span._start_time:  # 0 is unset, as None is to the SDK's encoder
         pieces += (_START_TIME_TAG, span._start_time.to_bytes(8, "little"))
@@ -186,13 +190,16 @@ def _span_bytes(span: ReadableSpan) -> bytes:
         else _attribute(key, value)
         for key, value in attributes.items()
     ]
-    pieces.append(_count_field(_DROPPED_ATTRIBUTES, dropped_attributes))
+    if dropped_attributes:
+        pieces.append(_count_field(_DROPPED_ATTRIBUTES, dropped_attributes))
     if events:
         pieces += [_field(_EVENTS, event.SerializeToString()) for event in _encode_events(span.events) or []]
-    pieces.append(_count_field(_DROPPED_EVENTS, dropped_events))
+    if dropped_events:
+        pieces.append(_count_field(_DROPPED_EVENTS, dropped_events))
     if links:
         pieces += [_field(_LINKS, link.SerializeToString()) for link in _encode_links(span.links) or []]
-    pieces.append(_count_field(_DROPPED_LINKS, dropped_links))
+    if dropped_links:
+        pieces.append(_count_field(_DROPPED_LINKS, dropped_links))
     pieces.append(_status(span._status))
     pieces.append(_REMOTE_PARENT_FLAGS if parent is not None and parent.is_remote else _LOCAL_PARENT_FLAGS)
     return b"".join(pieces)
@@ -207,6 +214,15 @@ def _held(bounded: Any) -> tuple[Any, int]:
     if type(bounded) is BoundedList:
         return bounded._dq, bounded.dropped  # type: ignore[attr-defined]
     return bounded or {}, 0
+
+
+def _name_field(name: str) -> bytes:
+    """A span's name field, kept for the next span of that name (a process's names are its routes, statements'
+    first words, commands and tasks; past the bound they start again, as the kept attributes do)."""
+    if len(_kept_names) >= KEPT_ATTRIBUTES_MAX:
+        _kept_names.clear()
+    encoded = _kept_names[name] = _string_field(_NAME, name)
+    return encoded
 
 
 def _string_field(tag: int, value: str) -> bytes:
