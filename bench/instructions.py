@@ -132,8 +132,8 @@ def run(args: argparse.Namespace) -> None:
     log(f"instructions: {args.send} sends, {args.sends} counted after {WARMUP}, this code against {args.against}")
     with own_services(args):
         after_side = Side("after", ROOT, args.database_url)
-        before_side = Side("before", revision_tree(args.against), _url(args, "before"))
-        _migrate(before_side)
+        before_side = Side("before", revision_tree(args.against), side_database_url(args, "before"))
+        side_migrate(before_side)
         counts = [_count(side, load, args.sends, args.against) for side in (after_side, before_side)]
     after, before = counts
     table(COLUMNS, [(c.side.name, c.revision, c.per_send, c.counted) for c in counts])
@@ -151,7 +151,7 @@ def _templated_load() -> Load:
     return Load(path=EMAIL_PATH, fields_file=TEMPLATED_FILE)
 
 
-def _url(args: argparse.Namespace, suffix: str) -> str:
+def side_database_url(args: argparse.Namespace, suffix: str) -> str:
     """The bench's database URL with ``suffix`` on the database's name: the other side's, made anew."""
     params = conninfo_to_dict(args.database_url)
     name = f"{params['dbname']}_{suffix}"
@@ -166,7 +166,7 @@ def _env(side: Side, **extra: str) -> dict[str, str]:
     return {**os.environ, "DATABASE_URL": side.database_url, "LOG_LEVEL": "WARNING", "PYTHONHASHSEED": "0", **extra}
 
 
-def _migrate(side: Side) -> None:
+def side_migrate(side: Side) -> None:
     log(f"instructions: migrating the {side.name} side's database with its own code")
     subprocess.run([str(BIN / "python"), "manage.py", "migrate", "-v", "0"], cwd=side.tree, env=_env(side), check=True)
 

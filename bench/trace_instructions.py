@@ -35,7 +35,7 @@ from pathlib import Path
 from bench.accept import ACCEPT_PATH
 from bench.common import BIN, ROOT, VAR_DIR, BenchError, log, make_tls, option, own_services, revision_tree, table
 from bench.delivery import APP_WORKER_ENV, PAYLOAD, started_receiver
-from bench.instructions import Side, _migrate, _url
+from bench.instructions import Side, side_database_url, side_migrate
 from tests.fakes.otlp import OtlpReceiver
 
 HELP = "instructions a webhook send and a delivery cost with traces on against off, in one process (valgrind)"
@@ -134,8 +134,8 @@ def run(args: argparse.Namespace) -> None:
     with own_services(args), OtlpReceiver(keep=False) as collector, started_receiver(args.receiver_port):
         sides = [Side("after", ROOT, args.database_url)]
         if args.against:
-            sides.append(Side("before", revision_tree(args.against), _url(args, "before")))
-            _migrate(sides[-1])
+            sides.append(Side("before", revision_tree(args.against), side_database_url(args, "before")))
+            side_migrate(sides[-1])
         for side in sides:
             for traced in (False, True):
                 counts.append(_count(args, side, collector.endpoint if traced else ""))
