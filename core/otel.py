@@ -12,6 +12,7 @@ configured propagator itself (docs/observability.md, "Traces").
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,21 +27,30 @@ from opentelemetry.exporter.otlp.proto.http import trace_exporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation import psycopg as psycopg_instrumentation
 from opentelemetry.instrumentation import redis as redis_instrumentation
+from opentelemetry.instrumentation import requests as requests_instrumentation
 from opentelemetry.instrumentation._semconv import (
+    _get_schema_url,
     _get_semconv_opt_in_modes,
+    _OpenTelemetrySemanticConventionStability,
     _OpenTelemetryStabilitySignalType,
     _set_db_name,
     _set_db_statement,
     _set_db_system,
+    _set_http_method,
+    _set_http_url,
+    _StabilityMode,
 )
 from opentelemetry.instrumentation.celery import CeleryInstrumentor
 from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 from opentelemetry.instrumentation.redis import RedisInstrumentor
 from opentelemetry.instrumentation.redis.util import _build_span_name, _extract_conn_attributes, _format_command_args
 from opentelemetry.instrumentation.requests import RequestsInstrumentor
+from opentelemetry.instrumentation.requests.version import __version__ as requests_instrumentation_version
 from opentelemetry.instrumentation.utils import (
     http_status_to_status_code,
+    is_http_instrumentation_enabled,
     is_instrumentation_enabled,
+    suppress_http_instrumentation,
     suppress_instrumentation,
 )
 from opentelemetry.propagators.textmap import CarrierT, Getter, Setter, TextMapPropagator, default_getter
@@ -48,10 +58,23 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.semconv._incubating.attributes.user_agent_attributes import USER_AGENT_SYNTHETIC_TYPE
+from opentelemetry.semconv.attributes.user_agent_attributes import USER_AGENT_ORIGINAL
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.span import TraceState
-from opentelemetry.util.http import ExcludeList, parse_excluded_urls, sanitize_method
+from opentelemetry.util.http import (
+    OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_CLIENT_REQUEST,
+    OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_CLIENT_RESPONSE,
+    ExcludeList,
+    detect_synthetic_user_agent,
+    normalize_user_agent,
+    parse_excluded_urls,
+    redact_url,
+    sanitize_method,
+)
 from opentelemetry.util.types import Attributes
+from requests import Response, Session
+from requests.structures import CaseInsensitiveDict
 
 from core import otlp_encoding, tracing
 from core.logs import loggable_path, url_origin
@@ -305,6 +328,8 @@ def _instrument() -> None:
     redis_instrumentation._traced_execute_factory = _redis_command_tracing  # what wraps each client's commands
     RedisInstrumentor().instrument()
     RequestsInstrumentor().instrument(request_hook=_origin_only)
+    # Off the framework's road: docs/departures.md, "client-span-start".
+    _lean_requests_start()
 
 
 # Off the framework's road: docs/departures.md, "client-span-start".
@@ -399,6 +424,89 @@ def _redis_command_tracing(
             span.end()
 
     return traced_execute_command
+
+
+def _lean_requests_start() -> None:
+    """``Session.send`` traced by ``_requests_tracing`` in place of the requests instrumentation's wrapper, which it
+    keeps when a variable asks for what only that wrapper gives: the newer semantic conventions' attributes and
+    metrics, captured headers."""
+    stock: Any = Session.send  # the instrumentation's wrapper, ``functools.wraps`` of requests' own
+    mode = _OpenTelemetrySemanticConventionStability._get_opentelemetry_stability_opt_in_mode(
+        _OpenTelemetryStabilitySignalType.HTTP
+    )
+    captured = (
+        OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_CLIENT_REQUEST,
+        OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_CLIENT_RESPONSE,
+    )
+    if mode is not _StabilityMode.DEFAULT or any(os.environ.get(name) for name in captured):
+        return
+    tracer = trace.get_tracer(
+        requests_instrumentation.__name__, requests_instrumentation_version, schema_url=_get_schema_url(mode)
+    )
+    Session.send = _requests_tracing(  # type: ignore[method-assign]
+        tracer,
+        stock.__wrapped__,
+        requests_instrumentation._excluded_urls_from_env,
+        _origin_only,
+    )
+
+
+# Off the framework's road: docs/departures.md, "client-span-start".
+def _requests_tracing(
+    tracer: trace.Tracer,
+    send: Callable[..., Any],
+    excluded_urls: ExcludeList | None,
+    request_hook: Callable[[trace.Span, Any], None] | None,
+) -> Callable[..., Any]:
+    """``send`` (requests' ``Session.send``) with an outgoing call's span as the requests instrumentation's wrapper
+    made it under the older semantic conventions, its default (name, kind, ``http.method``, ``http.url``, the user
+    agent's attributes, ``http.status_code``, an error status on a 4xx or 5xx, an exception recorded), its attributes
+    given as it starts, the span ended directly and not made current around the call (inside it HTTP instrumentation
+    is suppressed, as the wrapper suppressed it). Left out: the duration metric (no meter provider is set up, it went
+    nowhere), the trace header (the global propagator injects none) and ``net.peer.ip`` (set only when ``http.client``
+    is instrumented, which NotifyHub never does)."""
+    mode = _StabilityMode.DEFAULT
+
+    @functools.wraps(send)
+    def traced_send(session: Session, request: Any, **kwargs: Any) -> Any:
+        if (excluded_urls and excluded_urls.url_disabled(request.url)) or not is_http_instrumentation_enabled():
+            return send(session, request, **kwargs)
+        method = sanitize_method(request.method.strip())
+        attributes: dict[str, Any] = {}
+        _set_http_method(attributes, request.method, method, mode)
+        _set_http_url(attributes, redact_url(request.url), mode)
+        if request.headers is None:
+            request.headers = CaseInsensitiveDict()
+        user_agent = normalize_user_agent(request.headers.get("User-Agent"))
+        synthetic = detect_synthetic_user_agent(user_agent)
+        if synthetic:
+            attributes[USER_AGENT_SYNTHETIC_TYPE] = synthetic
+        if user_agent:
+            attributes[USER_AGENT_ORIGINAL] = user_agent
+        span = tracer.start_span(_span_name(method), kind=SpanKind.CLIENT, attributes=attributes)
+        try:
+            if request_hook is not None:
+                request_hook(span, request)
+            with suppress_http_instrumentation():
+                try:
+                    response = send(session, request, **kwargs)
+                except Exception as exception:
+                    _response_status_set(span, getattr(exception, "response", None))
+                    _record_failure(span, exception)
+                    raise
+            _response_status_set(span, response)
+            return response
+        finally:
+            span.end()
+
+    traced_send.opentelemetry_instrumentation_requests_applied = True  # type: ignore[attr-defined]
+    return traced_send
+
+
+def _response_status_set(span: trace.Span, response: Any) -> None:
+    """``http.status_code`` and an error status on a 4xx or 5xx, as the instrumentation sets them from an answer."""
+    if isinstance(response, Response):
+        requests_instrumentation._set_http_status_code_attribute(span, response.status_code, {}, _StabilityMode.DEFAULT)
 
 
 def server_spans_start(tracer: trace.Tracer) -> None:

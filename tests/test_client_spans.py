@@ -1,17 +1,22 @@
-"""core/otel.py's statement and Redis command spans (docs/departures.md, "client-span-start"): the spans the psycopg
-and Redis instrumentations' own wrappers make, for a command that succeeds and one that fails, under the same
-parent."""
+"""core/otel.py's statement, Redis command and outgoing call spans (docs/departures.md, "client-span-start"): the
+spans the psycopg, Redis and requests instrumentations' own wrappers make, for a call that succeeds and one that
+fails, under the same parent."""
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import psycopg
 import pytest
 import redis
+import requests
 from django.conf import settings
 from django.db import connection
+from opentelemetry.instrumentation import requests as requests_instrumentation
 from opentelemetry.instrumentation.dbapi import DatabaseApiIntegration
 from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -129,3 +134,66 @@ def test_a_redis_command_s_span_is_the_redis_instrumentation_s(exporter: InMemor
     assert len(ours) == 2
     assert ours == stock
     assert ours[1][3].name == "ERROR"
+
+
+class Answers(BaseHTTPRequestHandler):
+    """200 on any path but /unavailable, 503 there."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(503 if self.path.startswith("/unavailable") else 200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def answering() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answers)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_outgoing_call_s_span_is_the_requests_instrumentation_s(
+    exporter: InMemorySpanExporter, answering: str
+) -> None:
+    provider = _provider(exporter)
+    tracer: Tracer = provider.get_tracer("opentelemetry.instrumentation.requests")
+    send = requests.Session.send
+    requests_instrumentation._instrument(tracer, None, None, request_hook=otel._origin_only)
+    stock = requests.Session.send
+    requests.Session.send = send  # type: ignore[method-assign]
+    ours = otel._requests_tracing(tracer, send, None, otel._origin_only)
+    closed = f"http://127.0.0.1:{_closed_port()}/secret"
+
+    def calls(traced_send: Callable[..., Any]) -> Callable[[], None]:
+        def run() -> None:
+            with requests.Session() as session:
+                headers = {"User-Agent": "NotifyHub-Webhooks/1.0"}
+                for url in (f"{answering}/hooks/secret?token=x", f"{answering}/unavailable"):
+                    prepared = session.prepare_request(requests.Request("POST", url, data=b"{}", headers=headers))
+                    traced_send(session, prepared, timeout=5)
+                prepared = session.prepare_request(requests.Request("POST", closed, data=b"{}"))
+                with pytest.raises(requests.ConnectionError):
+                    traced_send(session, prepared, timeout=5)
+
+        return run
+
+    stock_spans = _under_a_parent(exporter, provider, calls(stock))
+    our_spans = _under_a_parent(exporter, provider, calls(ours))
+
+    assert len(our_spans) == 3
+    assert our_spans == stock_spans
+    assert [span[3].name for span in our_spans] == ["UNSET", "ERROR", "ERROR"]
+    assert our_spans[0][2]["http.url"] == answering
