@@ -431,6 +431,8 @@ def _lean_requests_start() -> None:
     keeps when a variable asks for what only that wrapper gives: the newer semantic conventions' attributes and
     metrics, captured headers."""
     stock: Any = Session.send  # the instrumentation's wrapper, ``functools.wraps`` of requests' own
+    if not getattr(stock, "opentelemetry_instrumentation_requests_applied", False):
+        return  # the instrumentation did not instrument (a requests outside its supported versions)
     mode = _OpenTelemetrySemanticConventionStability._get_opentelemetry_stability_opt_in_mode(
         _OpenTelemetryStabilitySignalType.HTTP
     )
