@@ -69,7 +69,6 @@ from opentelemetry.util.http import (
     detect_synthetic_user_agent,
     normalize_user_agent,
     parse_excluded_urls,
-    redact_url,
     sanitize_method,
 )
 from opentelemetry.util.types import Attributes
@@ -446,27 +445,22 @@ def _lean_requests_start() -> None:
         requests_instrumentation.__name__, requests_instrumentation_version, schema_url=_get_schema_url(mode)
     )
     Session.send = _requests_tracing(  # type: ignore[method-assign]
-        tracer,
-        stock.__wrapped__,
-        requests_instrumentation._excluded_urls_from_env,
-        _origin_only,
+        tracer, stock.__wrapped__, requests_instrumentation._excluded_urls_from_env
     )
 
 
 # Off the framework's road: docs/departures.md, "client-span-start".
 def _requests_tracing(
-    tracer: trace.Tracer,
-    send: Callable[..., Any],
-    excluded_urls: ExcludeList | None,
-    request_hook: Callable[[trace.Span, Any], None] | None,
+    tracer: trace.Tracer, send: Callable[..., Any], excluded_urls: ExcludeList | None
 ) -> Callable[..., Any]:
     """``send`` (requests' ``Session.send``) with an outgoing call's span as the requests instrumentation's wrapper
-    made it under the older semantic conventions, its default (name, kind, ``http.method``, ``http.url``, the user
-    agent's attributes, ``http.status_code``, an error status on a 4xx or 5xx, an exception recorded), its attributes
-    given as it starts, the span ended directly and not made current around the call (inside it HTTP instrumentation
-    is suppressed, as the wrapper suppressed it). Left out: the duration metric (no meter provider is set up, it went
-    nowhere), the trace header (the global propagator injects none) and ``net.peer.ip`` (set only when ``http.client``
-    is instrumented, which NotifyHub never does)."""
+    made it under the older semantic conventions, its default, with ``_origin_only`` as its request hook (name, kind,
+    ``http.method``, ``http.url`` the URL's origin alone, the user agent's attributes, ``http.status_code``, an error
+    status on a 4xx or 5xx, an exception recorded): its attributes given as it starts, the origin among them rather
+    than set again by the hook, the span ended directly and not made current around the call (inside it HTTP
+    instrumentation is suppressed, as the wrapper suppressed it). Left out: the duration metric (no meter provider is
+    set up, it went nowhere), the trace header (the global propagator injects none) and ``net.peer.ip`` (set only when
+    ``http.client`` is instrumented, which NotifyHub never does)."""
     mode = _StabilityMode.DEFAULT
 
     @functools.wraps(send)
@@ -476,7 +470,7 @@ def _requests_tracing(
         method = sanitize_method(request.method.strip())
         attributes: dict[str, Any] = {}
         _set_http_method(attributes, request.method, method, mode)
-        _set_http_url(attributes, redact_url(request.url), mode)
+        _set_http_url(attributes, url_origin(request.url), mode)
         if request.headers is None:
             request.headers = CaseInsensitiveDict()
         user_agent = normalize_user_agent(request.headers.get("User-Agent"))
@@ -487,8 +481,6 @@ def _requests_tracing(
             attributes[USER_AGENT_ORIGINAL] = user_agent
         span = tracer.start_span(_span_name(method), kind=SpanKind.CLIENT, attributes=attributes)
         try:
-            if request_hook is not None:
-                request_hook(span, request)
             with suppress_http_instrumentation():
                 try:
                     response = send(session, request, **kwargs)

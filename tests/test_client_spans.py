@@ -174,7 +174,7 @@ def test_an_outgoing_call_s_span_is_the_requests_instrumentation_s(
     requests_instrumentation._instrument(tracer, None, None, request_hook=otel._origin_only)
     stock = requests.Session.send
     requests.Session.send = send  # type: ignore[method-assign]
-    ours = otel._requests_tracing(tracer, send, None, otel._origin_only)
+    ours = otel._requests_tracing(tracer, send, None)
     closed = f"http://127.0.0.1:{_closed_port()}/secret"
 
     def calls(traced_send: Callable[..., Any]) -> Callable[[], None]:
