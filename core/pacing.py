@@ -13,7 +13,10 @@ Two rules, both kept in one Lua script on Redis's clock, exact across worker nod
 
 A caller whose place is at most HOLD_MS away takes it now, logged at that time, and waits the moment where it is (a
 worker, before its attempt): coming back costs a pickup that may itself be late. One further away keeps its turn and
-is told to come back BACK_EARLY_MS before it, so that a pickup a little late still finds its place held.
+is told to come back BACK_EARLY_MS before it, so that a pickup a little late still finds its place held. A caller
+whose turn has passed (it came back late, or others' places held it back) takes a place up to LATE_HOLD_MS away:
+told to come back, it would be late again, and callers late together would each find the place it was told taken
+by another, coming back again and again for as long as the key has more callers than places.
 
 Without Redis (the embedded run) each process keeps both in its own memory. While Redis fails, pacing fails open: a
 caller goes at once, logged once per outage, and Redis is tried again every few seconds, as the API's rate limiter
@@ -42,6 +45,9 @@ logger = logging.getLogger(__name__)
 STORE_TIMEOUT_SECONDS = 0.25
 # A caller whose place is this near takes it and waits for it where it is.
 HOLD_MS = 100
+# A caller whose turn has passed takes its place this near: its worker's thread waits up to this long, once, where
+# coming back would cost a claim, a put-back and a publish each time, and might be late again.
+LATE_HOLD_MS = 500
 # A caller told to come back does so this much before its place: a pickup up to this late (a worker's timer, a busy
 # pool, the claim) still goes at its place, and one up to HOLD_MS - BACK_EARLY_MS early takes it too.
 BACK_EARLY_MS = 50
@@ -75,7 +81,11 @@ end
 if #gone >= 2 * limit then
   at = math.max(at, tonumber(gone[2]) + {WINDOW_MS})
 end
-if at - now <= {HOLD_MS} then
+local hold = {HOLD_MS}
+if turn < now then
+  hold = {LATE_HOLD_MS}
+end
+if at - now <= hold then
   redis.call('ZADD', KEYS[1], at, ARGV[3] .. '@' .. at)
   redis.call('PEXPIRE', KEYS[1], math.ceil(at - now) + {WINDOW_MS})
   redis.call('DEL', KEYS[3])
@@ -88,8 +98,9 @@ return {{0, math.ceil(at - now)}}
 
 @dataclass(frozen=True)
 class Turn:
-    """What a caller is told: ``taken``, its place is its own and it goes in ``seconds`` (at most HOLD_MS), waiting
-    where it is; otherwise its turn is kept and it comes back in ``seconds``."""
+    """What a caller is told: ``taken``, its place is its own and it goes in ``seconds`` (at most HOLD_MS, or
+    LATE_HOLD_MS for a caller whose turn has passed), waiting where it is; otherwise its turn is kept and it comes
+    back in ``seconds``."""
 
     taken: bool
     seconds: float
@@ -133,7 +144,7 @@ class MemoryPacer:
             at = max(now, turn, gone[-1] if gone else now)
             if len(gone) >= per_second:
                 at = max(at, gone[-per_second] + WINDOW_MS)
-            if at - now > HOLD_MS:
+            if at - now > (LATE_HOLD_MS if turn < now else HOLD_MS):
                 self._turns.put((key, caller), turn, weight=1)
                 return _told(False, at - now)
             gone.append(at)

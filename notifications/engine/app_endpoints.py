@@ -49,7 +49,8 @@ def seconds_to_turn(job: Job, endpoint: store.EndpointTarget) -> float:
     turn = pacing.turn(key=f"endpoint:{endpoint.id}", caller=str(job.id), per_second=endpoint.rate_limit)
     if not turn.taken:
         return turn.seconds
-    time.sleep(turn.seconds)  # at most pacing.HOLD_MS: less than handing the delivery back and taking it again
+    # At most pacing.HOLD_MS (LATE_HOLD_MS when late): less than handing the delivery back and taking it again.
+    time.sleep(turn.seconds)
     return 0
 
 
