@@ -13,7 +13,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from core.pacing import BACK_EARLY_MS, HOLD_MS, MemoryPacer, RedisPacer, Turn
+from core.pacing import BACK_EARLY_MS, HOLD_MS, LATE_HOLD_MS, MemoryPacer, RedisPacer, Turn
 
 Pacer = MemoryPacer | RedisPacer
 
@@ -119,6 +119,25 @@ def test_a_place_a_moment_away_is_taken_and_waited_for(pacer: Pacer) -> None:
     assert HOLD_MS > 50
     assert turn("c") == Turn(True, pytest.approx(0.1, abs=0.01))
     assert turn("d").taken is False
+
+
+def test_a_caller_late_for_its_turn_takes_a_place_up_to_late_hold_away_rather_than_coming_back(pacer: Pacer) -> None:
+    turn = turns(pacer, f"key-{uuid.uuid4()}", per_second=2)  # turns 500 ms apart
+    start = time.monotonic()
+
+    def at(seconds: float) -> None:
+        time.sleep(max(0.0, start + seconds - time.monotonic()))
+
+    assert turn("a").taken
+    assert [turn(caller).taken for caller in "bcd"] == [False] * 3  # turns at 500, 1000 and 1500 ms
+    at(0.85)
+    assert turn("b") == Turn(taken=True, seconds=0)  # 350 ms late, it goes at 850
+    at(1.55)
+    assert turn("c") == Turn(taken=True, seconds=0)  # 550 ms late: c and b fill the second from 850
+    # d, 50 ms late, finds its place 300 ms on (one second after b's): further than HOLD_MS, within LATE_HOLD_MS.
+    late = turn("d")
+    assert HOLD_MS < 300 < LATE_HOLD_MS
+    assert late == Turn(taken=True, seconds=pytest.approx(0.3, abs=0.04))
 
 
 def in_any_second(times: Sequence[float]) -> list[int]:
