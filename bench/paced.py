@@ -4,8 +4,9 @@ Each round delivers ``--jobs`` messages to the unlimited endpoint alone (the bas
 with the limited endpoint's deliveries interleaved among them: enough of those to keep it busy for half as long again
 as the baseline took. Odd rounds run the baseline first, even rounds second. The limited endpoint must receive
 10 ± 1 a second, in every full second of its run, and the unlimited one's deliveries a second must stay at least 0.90
-of its baseline: a delivery that waits for its turn is handed back and frees its worker (docs/customer-webhooks.md,
-"Rate limit"). The workers' CPU a delivery, in either run, is printed beside. bench/README.md says how to read it.
+of its baseline: a delivery whose turn is to come is stored locked until then and left to the dispatcher, and no
+worker takes it up before (docs/customer-webhooks.md, "Rate limit"). The workers' CPU a delivery, in either run, is
+printed beside. bench/README.md says how to read it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import argparse
 import math
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 
 from bench.common import (
     Proc,
@@ -36,6 +36,11 @@ HELP = "an endpoint limited to 10/s beside an unlimited one: its pace, and the o
 MIN_UNLIMITED_SHARE = 0.90
 # The limited endpoint's deliveries, as a share of the baseline's seconds: it stays busy past the unlimited run.
 LIMITED_SPAN = 1.5
+# Deliveries stored in one transaction, as a message to this many endpoints stores them: each commit's one task
+# carries those due now to a worker, which publishes theirs.
+STORED_TOGETHER = 20
+# Deliveries a round, alone and beside, with room for the warm-up: the account's own monthly limit.
+MONTHLY_LIMIT = 10_000_000
 COLUMNS = (
     "round>5|alone/s>8.1f|beside/s>9.1f|share>6.0%|limited>8|lim/s>6.2f|min s>6|max s>6|wall s>7.2f"
     "|ms alone>9.2f|ms beside>10.2f"
@@ -94,32 +99,35 @@ def endpoints_of(d: Delivery, rate_limit: int) -> Endpoints:
 
 
 def messages(endpoints: list[object]) -> list[str]:
-    """A message and its one delivery per endpoint in ``endpoints`` (in that order), stored as the messages API
-    stores them, then their tasks published; the message ids, which the receiver records as X-Webhook-Id."""
-    from django.utils import timezone
+    """A message and its one delivery per endpoint in ``endpoints`` (in that order), each delivery made and stored as
+    the messages API makes and stores them (customer_webhooks/messages.py): a limited endpoint's given its turn,
+    stored locked until then and left to the dispatcher; STORED_TOGETHER deliveries a transaction, whose commit
+    publishes the task carrying those due now. The message ids, which the receiver records as X-Webhook-Id."""
+    from django.db import transaction
 
     from customer_webhooks.models import Message
-    from notifications.engine.queue import jobs_enqueue
-    from notifications.models import Job, JobType
+    from notifications.services import jobs_store_together, message_delivery_new
 
     app = endpoints[0].app
     stored = [Message(account=app.account, app=app, event_type="invoice.paid", payload=PAYLOAD) for _ in endpoints]
     Message.objects.bulk_create(stored)
-    jobs = [
-        Job(
-            account=app.account,
-            type=JobType.WEBHOOK,
-            message=message,
-            endpoint=endpoint,
-            payload={"url": endpoint.url, "method": "POST", "payload": PAYLOAD, "eventType": "invoice.paid"},
-            destination="127.0.0.1",
-            max_attempts=8,
-            requeue_at=timezone.now() + timedelta(minutes=5),
-        )
-        for message, endpoint in zip(stored, endpoints, strict=True)
-    ]
-    Job.objects.bulk_create(jobs)
-    jobs_enqueue([(job.id, job.priority) for job in jobs])
+    for start in range(0, len(stored), STORED_TOGETHER):
+        together = zip(stored[start : start + STORED_TOGETHER], endpoints[start : start + STORED_TOGETHER], strict=True)
+        jobs = [
+            message_delivery_new(
+                account=app.account,
+                message_id=message.id,
+                endpoint_id=endpoint.id,
+                payload={"url": endpoint.url, "method": "POST", "payload": PAYLOAD, "eventType": "invoice.paid"},
+                url_credentials=None,
+                max_attempts=8,
+                rate_limit=endpoint.rate_limit,
+                test=False,
+            )
+            for message, endpoint in together
+        ]
+        with transaction.atomic():
+            jobs_store_together(jobs, tasks_at_commit=True, savepoint=False)
     return [str(message.id) for message in stored]
 
 
@@ -222,7 +230,7 @@ def run(args: argparse.Namespace) -> None:
     log(f"rate-limit: {args.processes} * --pool {args.pool} --concurrency {args.concurrency}, rounds: {args.rounds}")
     make_tls()
     with own_services(args), started_receiver(args.receiver_port, name="receiver-ratelimit") as (proc, client):
-        accounts = seed_accounts(1, prefix="ratelimit", secrets=True)
+        accounts = seed_accounts(1, prefix="ratelimit", secrets=True, monthly_limit=MONTHLY_LIMIT)
         d = Delivery(args, dict(APP_WORKER_ENV), proc, client, accounts, floor_secret="")
         e = endpoints_of(d, args.rate_limit)
         # Beat's dispatcher too, as the Procfile runs it: a delivery whose turn is seconds away is left to it.

@@ -17,6 +17,8 @@ is told to come back BACK_EARLY_MS before it, so that a pickup a little late sti
 whose turn has passed (it came back late, or others' places held it back) takes a place up to LATE_HOLD_MS away:
 told to come back, it would be late again, and callers late together would each find the place it was told taken
 by another, coming back again and again for as long as the key has more callers than places.
+A turn can also be reserved for a caller that has not come yet (a delivery being stored): it is kept, never taken,
+until its caller asks for it.
 
 Without Redis (the embedded run) each process keeps both in its own memory. While Redis fails, pacing fails open: a
 caller goes at once, logged once per outage, and Redis is tried again every few seconds, as the API's rate limiter
@@ -54,12 +56,14 @@ BACK_EARLY_MS = 50
 WINDOW_MS = 1000
 # How long a reserved turn is kept past its time for a caller that comes back late.
 RESERVATION_KEPT_MS = 60_000
+# The script's fourth argument: take a place at most HOLD_MS away, rather than only reserve the turn.
+TAKE = "take"
 # Keys a process keeps in memory without Redis: far more than the keys one process paces at once.
 MEMORY_KEYS = 100_000
 
 # KEYS: the key's log of who goes when (a sorted set, scored in ms, some ahead of now: callers holding for their
 # place), its next free turn, this caller's turn.
-# ARGV: N, the spacing between turns (ms), the caller's name.
+# ARGV: N, the spacing between turns (ms), the caller's name, TAKE to take a place this near, else only reserve.
 # Returns {1, ms}: the caller's place is taken, it goes in ms; {0, ms}: its place is ms away, its turn kept.
 # A place is never before the last one taken, so the log is in the order of going: one second after the Nth last
 # place is the first that leaves at most N in every second.
@@ -85,7 +89,7 @@ local hold = {HOLD_MS}
 if turn < now then
   hold = {LATE_HOLD_MS}
 end
-if at - now <= hold then
+if ARGV[4] == '{TAKE}' and at - now <= hold then
   redis.call('ZADD', KEYS[1], at, ARGV[3] .. '@' .. at)
   redis.call('PEXPIRE', KEYS[1], math.ceil(at - now) + {WINDOW_MS})
   redis.call('DEL', KEYS[3])
@@ -112,6 +116,14 @@ GO_NOW = Turn(taken=True, seconds=0)
 def turn(*, key: str, caller: str, per_second: int) -> Turn:
     """``caller``'s turn under ``key``'s pace of ``per_second``; a place taken is counted as gone."""
     return _pacer().turn(key, caller, per_second=per_second)
+
+
+def reserve(*, key: str, caller: str, per_second: int) -> float | None:
+    """Reserves ``caller``'s turn under ``key``'s pace of ``per_second`` without taking its place, for a caller that
+    asks `turn` when it comes: the seconds until it should come (BACK_EARLY_MS before its place). None when nothing
+    is reserved and the caller asks when it comes: the embedded run's pacer is one process's memory, which the
+    caller's process does not share, and a store that fails reserves nothing."""
+    return _pacer().reserve(key, caller, per_second=per_second)
 
 
 def _told(taken: bool, wait_ms: float) -> Turn:
@@ -152,6 +164,9 @@ class MemoryPacer:
             self._turns.discard((key, caller))
             return _told(True, at - now)
 
+    def reserve(self, key: str, caller: str, *, per_second: int) -> float | None:
+        return None
+
 
 class RedisPacer:
     """The schedule in Redis, one script a turn; while Redis fails, every caller goes at once."""
@@ -169,14 +184,23 @@ class RedisPacer:
         )
 
     def turn(self, key: str, caller: str, *, per_second: int) -> Turn:
+        told = self._ask(key, caller, per_second=per_second, take=True)
+        return GO_NOW if told is None else told
+
+    def reserve(self, key: str, caller: str, *, per_second: int) -> float | None:
+        told = self._ask(key, caller, per_second=per_second, take=False)
+        return None if told is None else told.seconds
+
+    def _ask(self, key: str, caller: str, *, per_second: int, take: bool) -> Turn | None:
+        """What the script tells the caller; None while the store fails."""
         if not self._outage.store_due():
-            return GO_NOW
+            return None
         keys = [f"pace:{key}:gone", f"pace:{key}:next", f"pace:{key}:turn:{caller}"]
         try:
-            taken, wait_ms = self._script(keys=keys, args=[per_second, 1000 / per_second, caller])
+            taken, wait_ms = self._script(keys=keys, args=[per_second, 1000 / per_second, caller, TAKE if take else ""])
         except redis.RedisError as error:
             self._outage.failed(error)
-            return GO_NOW
+            return None
         self._outage.answered()
         return _told(bool(taken), float(wait_ms))
 

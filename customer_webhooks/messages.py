@@ -86,6 +86,7 @@ def _delivery(message: Message, endpoint: Endpoint) -> Job:
         payload={"url": endpoint.url, "method": "POST", "payload": message.payload, "eventType": message.event_type},
         url_credentials=endpoint.url_credentials,
         max_attempts=len(settings.MESSAGE_RETRY_DELAYS) + 1,
+        rate_limit=endpoint.rate_limit,
         test=message.test,
     )
     job.created_at = message.created_at

@@ -40,6 +40,7 @@ from notifications.delivery.webhook import send as send_webhook
 from notifications.delivery.wire import json_bytes
 from notifications.destination import job_destination
 from notifications.engine import store
+from notifications.engine.app_endpoints import turn_reserved
 from notifications.engine.queue import dispatch_soon, job_enqueue, jobs_enqueue_soon
 from notifications.engine.transitions import NextState
 from notifications.models import SKIPPED_RECIPIENTS, DestinationHealth, Job, JobStatus, JobType
@@ -260,11 +261,12 @@ def message_delivery_new(
     payload: dict[str, Any],
     url_credentials: str | None,
     max_attempts: int,
+    rate_limit: int | None,
     test: bool,
 ) -> Job:
     """A message's delivery to one of its app's endpoints, a webhook job not stored yet (docs/customer-webhooks.md,
     "Deliveries are webhook jobs"): ``payload`` holds the endpoint's URL masked, as the endpoint keeps it, and
-    ``url_credentials`` its credentials, encrypted."""
+    ``url_credentials`` its credentials, encrypted; to an endpoint with a ``rate_limit``, it is given its turn."""
     job = _new_job(
         account=account,
         type=JobType.WEBHOOK,
@@ -275,6 +277,7 @@ def message_delivery_new(
         test=test,
     )
     job.message_id, job.endpoint_id, job.max_attempts = message_id, endpoint_id, max_attempts
+    turn_reserved(job, rate_limit=rate_limit)
     return job
 
 
@@ -290,24 +293,25 @@ def jobs_store_together(
     failed on arrival. Once it commits, those due now go out: with ``tasks_at_commit`` (a message's, at most
     ENDPOINTS_PER_APP) one task carries them to a worker, which publishes each job's task; stored as a single send
     is, a lost one comes back at a single send's time. Else one task asks the dispatcher to send them (a batch's
-    hundred). Either way the request pays one publish. Raises the account's QuotaExceeded, storing nothing.
-    ``savepoint``: as store.insert_batch takes it."""
+    hundred). Either way the request pays one publish. A job stored locked (a scheduled send, a delivery whose turn
+    is to come) is the dispatcher's at its requeue time, and one due for it already asks for its run too. Raises the
+    account's QuotaExceeded, storing nothing. ``savepoint``: as store.insert_batch takes it."""
     if not jobs:
         return
     failed = {arrival.job.id for arrival in arrivals}
     queued = [job for job in jobs if job.id not in failed]
     # The jobs share an account and a mode: what one announces, they all do.
     announced = bool(arrivals) and announces_finish(jobs[0].account, test=jobs[0].test)
-    due_now = [job for job in queued if job.scheduled_for is None]
+    due_now = [job for job in queued if job.locked_until is None]
+    now = timezone.now()
     if not tasks_at_commit:
         # Stored due at once, the dispatcher's next run finds them; a published task's job keeps the sweeper's time.
-        now = timezone.now()
         for job in due_now:
             job.requeue_at = now
     store.insert_batch(jobs, arrivals=arrivals, announced=announced, savepoint=savepoint)
     if due_now and tasks_at_commit:
         transaction.on_commit(partial(jobs_enqueue_soon, [(job.id, job.priority) for job in due_now]))
-    elif due_now:
+    if any(job.requeue_at is not None and job.requeue_at <= now for job in queued):
         transaction.on_commit(dispatch_soon)
     if announced:
         transaction.on_commit(finished_jobs_announce_soon)

@@ -140,6 +140,33 @@ def test_a_caller_late_for_its_turn_takes_a_place_up_to_late_hold_away_rather_th
     assert late == Turn(taken=True, seconds=pytest.approx(0.3, abs=0.04))
 
 
+@pytest.mark.redis
+def test_a_turn_reserved_ahead_is_kept_for_its_caller_untaken_and_taken_when_it_comes() -> None:
+    pacer, key = RedisPacer(settings.REDIS_URL), f"key-{uuid.uuid4()}"
+    turn = turns(pacer, key, per_second=4)
+
+    # Reserved for callers still to come (deliveries being stored): a now, b 250 ms on; neither place taken.
+    assert pacer.reserve(key, "a", per_second=4) == 0
+    assert pacer.reserve(key, "b", per_second=4) == pytest.approx(back_in(250), abs=0.03)
+    assert redis.Redis.from_url(settings.REDIS_URL).zcard(f"pace:{key}:gone") == 0
+
+    # c, asking now, comes after them; a, come, takes its turn; b, come when told, takes its.
+    assert turn("c") == Turn(taken=False, seconds=pytest.approx(back_in(500), abs=0.03))
+    assert turn("a") == Turn(taken=True, seconds=0)
+    time.sleep(back_in(250))
+    back = turn("b")
+    assert back.taken
+    assert back.seconds <= BACK_EARLY_MS / 1000
+
+
+def test_a_pacer_in_one_processs_memory_reserves_nothing_for_another() -> None:
+    pacer = MemoryPacer()
+
+    assert pacer.reserve("key", "a", per_second=1) is None
+    assert pacer.reserve("key", "b", per_second=1) is None
+    assert [pacer.turn("key", caller, per_second=1).taken for caller in "ab"] == [True, False]
+
+
 def in_any_second(times: Sequence[float]) -> list[int]:
     """How many of ``times`` fall in the second that starts at each of them."""
     return [sum(1 for other in times if start <= other < start + 1) for start in times]

@@ -22,7 +22,7 @@ from core import pacing
 from core.signals import AccountEvent, announce
 from notifications.delivery.outcome import AttemptOutcome
 from notifications.engine import store
-from notifications.engine.queue import LAST_STEP, task_publish
+from notifications.engine.queue import LAST_STEP, dispatched_at, task_publish
 from notifications.models import Job
 
 logger = logging.getLogger(__name__)
@@ -41,17 +41,35 @@ def endpoint_stop(endpoint: store.EndpointTarget) -> AttemptOutcome | None:
     return None
 
 
+def turn_reserved(job: Job, *, rate_limit: int | None) -> None:
+    """Gives a new delivery to an endpoint limited to ``rate_limit`` a second, not stored yet, its turn
+    (docs/customer-webhooks.md, "Rate limit"): one still to come leaves it stored locked until then and due for the
+    dispatcher its lead before, which publishes its task counted down to it, so no worker takes the delivery up only
+    to hand it back. A test delivery is never paced; one whose turn is now, or with no turn reserved, is left as it
+    is, and its worker asks for its turn (`seconds_to_turn`)."""
+    if not rate_limit or job.test:
+        return
+    seconds = pacing.reserve(key=_pace_key(job.endpoint_id), caller=str(job.id), per_second=rate_limit)
+    if seconds:
+        turn = timezone.now() + timedelta(seconds=seconds)
+        job.locked_until, job.requeue_at = turn, dispatched_at(turn)
+
+
 def seconds_to_turn(job: Job, endpoint: store.EndpointTarget) -> float:
     """How long the delivery waits for its turn under its endpoint's rate limit (core/pacing.py): 0, it goes now,
     after waiting here the moment its place was away; otherwise it comes back then."""
     if not endpoint.rate_limit or job.test:
         return 0
-    turn = pacing.turn(key=f"endpoint:{endpoint.id}", caller=str(job.id), per_second=endpoint.rate_limit)
+    turn = pacing.turn(key=_pace_key(endpoint.id), caller=str(job.id), per_second=endpoint.rate_limit)
     if not turn.taken:
         return turn.seconds
     # At most pacing.HOLD_MS (LATE_HOLD_MS when late): less than handing the delivery back and taking it again.
     time.sleep(turn.seconds)
     return 0
+
+
+def _pace_key(endpoint_id: object) -> str:
+    return f"endpoint:{endpoint_id}"
 
 
 def endpoint_attempt_record(job: Job, endpoint: store.EndpointTarget, outcome: AttemptOutcome) -> None:

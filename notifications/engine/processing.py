@@ -32,7 +32,7 @@ from notifications.engine import store
 from notifications.engine.app_endpoints import endpoint_attempt_record, endpoint_stop, seconds_to_turn
 from notifications.engine.health import destination_health_record
 from notifications.engine.lease import Lease, LeasedT, lease_length, renewer
-from notifications.engine.queue import job_enqueue, jobs_enqueue, queued_messages
+from notifications.engine.queue import dispatch_lead, dispatched_at, job_enqueue, jobs_enqueue, queued_messages
 from notifications.engine.transitions import NextState
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType, Priority
 from notifications.observability import attempt_recorded
@@ -129,7 +129,7 @@ def _wait_for_turn(job: Job, *, seconds: float) -> None:
     counted_down = _counted_down(seconds)
     # Counted down: pending and published, as far as the sweeper can tell, at its turn, so were its task lost the
     # sweeper's search for lost tasks finds it 5 s after (docs/delivery-engine.md, "The sweeper").
-    requeue_at = turn + _seconds("JOB_REQUEUE_AFTER_SECONDS") if counted_down else _dispatched_at(turn)
+    requeue_at = turn + _seconds("JOB_REQUEUE_AFTER_SECONDS") if counted_down else dispatched_at(turn)
     waiting = NextState.paced(turn, attempts=job.attempts, error=job.error_message, requeue_at=requeue_at)
     try:
         put_back = store.put_back(job, waiting=waiting)
@@ -146,22 +146,11 @@ def _wait_for_turn(job: Job, *, seconds: float) -> None:
 
 def _counted_down(seconds: float) -> bool:
     """Whether a job's wait of ``seconds`` for its next claim is sent as its task's countdown; a longer one is left
-    to the dispatcher (`_dispatched_at`). A worker holds a countdown's task in its memory until it is due, and the
+    to the dispatcher (`queue.dispatched_at`). A worker holds a countdown's task in its memory until it is due, and the
     Redis transport hands an unacknowledged task to another worker again after its visibility timeout (an hour), so
     neither a slow limit's backlog nor a retry hours away is held there. The dispatcher's own countdown, its lead,
     is always within it."""
-    return seconds <= max(COUNTDOWN_MAX_SECONDS, _dispatch_lead().total_seconds())
-
-
-def _dispatched_at(due: datetime) -> datetime:
-    """When a job whose wait until ``due`` is not counted down is due for the dispatcher: its lead before, so that a
-    tick publishes its task then, counted down to ``due`` (`_publish_due`)."""
-    return due - _dispatch_lead()
-
-
-def _dispatch_lead() -> timedelta:
-    """How long before its time a job left to the dispatcher is due for it: a tick and a second."""
-    return timedelta(seconds=settings.JOB_DISPATCH_INTERVAL_SECONDS + 1)
+    return seconds <= max(COUNTDOWN_MAX_SECONDS, dispatch_lead().total_seconds())
 
 
 def _stopped(claim: store.Claim) -> AttemptOutcome | None:
@@ -320,7 +309,7 @@ def next_state_after(
         return NextState.failed(attempts=attempt, at=now, error=outcome.error_message)
     due = now + timedelta(seconds=delay)
     dispatched = far_retry_dispatched and not _counted_down(delay)
-    requeue_at = _dispatched_at(due) if dispatched else due + _seconds("JOB_RETRY_GRACE_SECONDS")
+    requeue_at = dispatched_at(due) if dispatched else due + _seconds("JOB_RETRY_GRACE_SECONDS")
     return NextState.retry_at(due, attempts=attempt, error=outcome.error_message, requeue_at=requeue_at)
 
 

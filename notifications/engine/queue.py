@@ -7,12 +7,13 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 from uuid import UUID, uuid4
 
 from celery import current_app as app
+from django.conf import settings
 from django.utils import timezone
 from kombu import Connection, Producer
 from kombu.exceptions import OperationalError
@@ -91,6 +92,17 @@ def dispatch_soon() -> None:
     error = task_publish(DISPATCH_TASK, priority=BROKER_PRIORITY[1])
     if error is not None:
         logger.warning("Broker unreachable; due jobs wait for the dispatcher's next tick: %s", error)
+
+
+def dispatched_at(due: datetime) -> datetime:
+    """When a job whose wait until ``due`` is not counted down is due for the dispatcher: its lead before, so that a
+    tick publishes its task then, counted down to ``due`` (processing's `_publish_due`)."""
+    return due - dispatch_lead()
+
+
+def dispatch_lead() -> timedelta:
+    """How long before its time a job left to the dispatcher is due for it: a tick and a second."""
+    return timedelta(seconds=settings.JOB_DISPATCH_INTERVAL_SECONDS + 1)
 
 
 def task_publish(task: str, *arguments: str, priority: int, countdown: float | None = None) -> BaseException | None:

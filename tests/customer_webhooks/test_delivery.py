@@ -330,6 +330,30 @@ def test_a_rate_limited_endpoint_is_paced_across_workers_and_blocks_no_other(fre
     assert max(in_any_second(times)) <= 6  # 5 granted in any second; the requests take a few ms each
 
 
+@pytest.mark.redis
+@pytest.mark.usefixtures("worker")
+def test_messages_deliveries_to_a_rate_limited_endpoint_go_out_at_their_turns_each_claimed_once(
+    startup: Client, receiver: Receiver
+) -> None:
+    # Stored with their turns (tests/customer_webhooks/test_messages_api.py): no worker takes one up before it.
+    app = app_of(startup)
+    limited, other = endpoint_at(app, receiver, "/limited", rate_limit=5), endpoint_at(app, receiver, "/other")
+
+    message = {"eventType": "invoice.paid", "payload": PAYLOAD}
+    sent = [startup.post(f"/api/v1/apps/{app.id}/messages", message) for _ in range(6)]
+
+    assert [response.status_code for response in sent] == [202] * 6
+    at_limited = sorted(arrival.at for arrival in arrivals_at(receiver, "/limited", 6))
+    at_other = arrivals_at(receiver, "/other", 6)
+    done = [wait_for_job(job.id) for job in Job.objects.filter(endpoint__in=[limited, other])]
+    assert {(job.status, job.attempts, job.claims) for job in done} == {(JobStatus.COMPLETED, 1, 1)}
+    # 5 a second: the last 1 s after the first (the requests take a few ms each); the other endpoint's not kept
+    # behind them.
+    assert at_limited[-1] - at_limited[0] >= 0.9
+    assert max(in_any_second(at_limited)) <= 6
+    assert max(arrival.at for arrival in at_other) < at_limited[-1]
+
+
 def deliver_tasks(broker_messages: Messages) -> list[dict[str, Any]]:
     """The delivery tasks on the broker: another test's announcing task, published by its process's thread a moment
     after that test asked for it (notifications/outcomes.py), may land there too."""
@@ -443,6 +467,7 @@ def test_pacing_lets_everything_through_while_redis_is_down_and_says_so_once(cap
         turns = [pacer.turn("endpoint:x", f"job-{n}", per_second=1) for n in range(3)]
 
     assert turns == [GO_NOW] * 3
+    assert pacer.reserve("endpoint:x", "job-3", per_second=1) is None  # its worker asks for its turn then
     assert len([record for record in caplog.records if "Pacing store unavailable" in record.message]) == 1
 
 

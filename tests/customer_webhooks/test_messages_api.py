@@ -115,6 +115,50 @@ def test_a_message_fans_out_to_each_enabled_endpoint_taking_its_type_its_tasks_c
     assert broker_messages() == []
 
 
+@pytest.mark.redis
+def test_a_delivery_to_a_rate_limited_endpoint_is_stored_with_its_turn_and_left_to_the_dispatcher(
+    startup: Client, app: App, broker_messages: Messages, django_capture_on_commit_callbacks: Any
+) -> None:
+    limited = EndpointFactory(app=app, rate_limit=5)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        sent = [accepted(send(startup, app)) for _ in range(3)]
+
+    first, second, third = (Job.objects.get(id=data["deliveries"][0]["jobId"]) for data in sent)
+    assert first.endpoint_id == limited.id
+    # The first's turn is now: due at once, its task carried at commit; its worker takes the turn kept for it.
+    assert (first.locked_until, first.status) == (None, JobStatus.PENDING)
+    # The others' 200 ms apart, each stored locked until then less the 50 ms it comes early, and due for the
+    # dispatcher 2 s before: already, so each message's commit asked the dispatcher to run.
+    assert second.locked_until is not None
+    assert third.locked_until is not None
+    assert (third.locked_until - second.locked_until).total_seconds() == pytest.approx(0.2, abs=0.05)
+    assert all(job.requeue_at == job.locked_until - timedelta(seconds=2) for job in (second, third))
+    assert [(m["task"], m["priority"]) for m in broker_messages()] == [
+        ("notifications.enqueue_jobs", 0),
+        ("notifications.dispatch_jobs", 0),
+        ("notifications.dispatch_jobs", 0),
+    ]
+    # Its run publishes them on the first step, counted down to their turns.
+    assert jobs_dispatch() == 2
+    assert sorted((m["args"], m["priority"], m["eta"]) for m in broker_messages()) == sorted(
+        ([str(job.id)], 0, pytest.approx(job.locked_until, abs=timedelta(seconds=0.1))) for job in (second, third)
+    )
+
+
+@pytest.mark.redis
+def test_test_deliveries_are_not_paced_and_take_no_live_turn(startup: Client, app: App) -> None:
+    EndpointFactory(app=app, rate_limit=5)
+    EndpointFactory(app=app)
+    test_key = with_test_key(startup)
+
+    accepted(send(test_key, app))
+    accepted(send(test_key, app))
+    accepted(send(startup, app))  # the limited endpoint's first live delivery: its turn now, none taken before it
+
+    assert Job.objects.filter(locked_until__isnull=False).count() == 0
+
+
 class RolledBack(Exception):
     pass
 
