@@ -36,11 +36,6 @@ HELP = "an endpoint limited to 10/s beside an unlimited one: its pace, and the o
 MIN_UNLIMITED_SHARE = 0.90
 # The limited endpoint's deliveries, as a share of the baseline's seconds: it stays busy past the unlimited run.
 LIMITED_SPAN = 1.5
-# Deliveries stored in one transaction, as a message to this many endpoints stores them: each commit's one task
-# carries those due now to a worker, which publishes theirs.
-STORED_TOGETHER = 20
-# Deliveries a round, alone and beside, with room for the warm-up: the account's own monthly limit.
-MONTHLY_LIMIT = 10_000_000
 COLUMNS = (
     "round>5|alone/s>8.1f|beside/s>9.1f|share>6.0%|limited>8|lim/s>6.2f|min s>6|max s>6|wall s>7.2f"
     "|ms alone>9.2f|ms beside>10.2f"
@@ -99,35 +94,37 @@ def endpoints_of(d: Delivery, rate_limit: int) -> Endpoints:
 
 
 def messages(endpoints: list[object]) -> list[str]:
-    """A message and its one delivery per endpoint in ``endpoints`` (in that order), each delivery made and stored as
-    the messages API makes and stores them (customer_webhooks/messages.py): a limited endpoint's given its turn,
-    stored locked until then and left to the dispatcher; STORED_TOGETHER deliveries a transaction, whose commit
-    publishes the task carrying those due now. The message ids, which the receiver records as X-Webhook-Id."""
-    from django.db import transaction
-
+    """A message and its one delivery per endpoint in ``endpoints`` (in that order), each delivery made as the
+    messages API makes it (notifications.services.message_delivery_new: a limited endpoint's given its turn, locked
+    until then and left to the dispatcher), stored in one INSERT, then the tasks of those due now published from
+    here and the dispatcher asked to run for the others due for it already, as jobs_store_together does at commit:
+    the workers' CPU goes to deliveries alone, as in the delivery bench. The message ids, which the receiver records
+    as X-Webhook-Id."""
     from customer_webhooks.models import Message
-    from notifications.services import jobs_store_together, message_delivery_new
+    from notifications.engine.queue import dispatch_soon, jobs_enqueue
+    from notifications.models import Job
+    from notifications.services import message_delivery_new
 
     app = endpoints[0].app
     stored = [Message(account=app.account, app=app, event_type="invoice.paid", payload=PAYLOAD) for _ in endpoints]
     Message.objects.bulk_create(stored)
-    for start in range(0, len(stored), STORED_TOGETHER):
-        together = zip(stored[start : start + STORED_TOGETHER], endpoints[start : start + STORED_TOGETHER], strict=True)
-        jobs = [
-            message_delivery_new(
-                account=app.account,
-                message_id=message.id,
-                endpoint_id=endpoint.id,
-                payload={"url": endpoint.url, "method": "POST", "payload": PAYLOAD, "eventType": "invoice.paid"},
-                url_credentials=None,
-                max_attempts=8,
-                rate_limit=endpoint.rate_limit,
-                test=False,
-            )
-            for message, endpoint in together
-        ]
-        with transaction.atomic():
-            jobs_store_together(jobs, tasks_at_commit=True, savepoint=False)
+    jobs = [
+        message_delivery_new(
+            account=app.account,
+            message_id=message.id,
+            endpoint_id=endpoint.id,
+            payload={"url": endpoint.url, "method": "POST", "payload": PAYLOAD, "eventType": "invoice.paid"},
+            url_credentials=None,
+            max_attempts=8,
+            rate_limit=endpoint.rate_limit,
+            test=False,
+        )
+        for message, endpoint in zip(stored, endpoints, strict=True)
+    ]
+    Job.objects.bulk_create(jobs)
+    jobs_enqueue([(job.id, job.priority) for job in jobs if job.locked_until is None])
+    if len(jobs) > sum(job.locked_until is None for job in jobs):
+        dispatch_soon()
     return [str(message.id) for message in stored]
 
 
@@ -230,7 +227,7 @@ def run(args: argparse.Namespace) -> None:
     log(f"rate-limit: {args.processes} * --pool {args.pool} --concurrency {args.concurrency}, rounds: {args.rounds}")
     make_tls()
     with own_services(args), started_receiver(args.receiver_port, name="receiver-ratelimit") as (proc, client):
-        accounts = seed_accounts(1, prefix="ratelimit", secrets=True, monthly_limit=MONTHLY_LIMIT)
+        accounts = seed_accounts(1, prefix="ratelimit", secrets=True)
         d = Delivery(args, dict(APP_WORKER_ENV), proc, client, accounts, floor_secret="")
         e = endpoints_of(d, args.rate_limit)
         # Beat's dispatcher too, as the Procfile runs it: a delivery whose turn is seconds away is left to it.
