@@ -16,7 +16,9 @@ worker, before its attempt): coming back costs a pickup that may itself be late.
 is told to come back BACK_EARLY_MS before it, so that a pickup a little late still finds its place held. A caller
 whose turn has passed (it came back late, or others' places held it back) takes a place up to LATE_HOLD_MS away:
 told to come back, it would be late again, and callers late together would each find the place it was told taken
-by another, coming back again and again for as long as the key has more callers than places.
+by another, coming back again and again for as long as the key has more callers than places. One held back further
+(the window full of callers that went late) waits in line again: it is given the next free turn, its own, rather
+than come back for a place that every turn given out already competes for.
 A turn can also be reserved for a caller that has not come yet (a delivery being stored): it is kept, never taken,
 until its caller asks for it.
 
@@ -64,17 +66,19 @@ MEMORY_KEYS = 100_000
 # KEYS: the key's log of who goes when (a sorted set, scored in ms, some ahead of now: callers holding for their
 # place), its next free turn, this caller's turn.
 # ARGV: N, the spacing between turns (ms), the caller's name, TAKE to take a place this near, else only reserve.
-# Returns {1, ms}: the caller's place is taken, it goes in ms; {0, ms}: its place is ms away, its turn kept.
+# Returns {1, ms}: the caller's place is taken, it goes in ms; {0, ms}: its place is ms away, its turn kept. A caller
+# held back past its turn by more than HOLD_MS by others' places, and not taking one, is given the next free turn.
 # A place is never before the last one taken, so the log is in the order of going: one second after the Nth last
 # place is the first that leaves at most N in every second.
 TURN_SCRIPT = f"""
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local limit, spacing = tonumber(ARGV[1]), tonumber(ARGV[2])
+local next_free = tonumber(redis.call('GET', KEYS[2])) or now
 local turn = tonumber(redis.call('GET', KEYS[3]))
-if not turn then
-  turn = math.max(now, tonumber(redis.call('GET', KEYS[2])) or now)
-  redis.call('SET', KEYS[2], turn + spacing, 'PX', math.ceil(turn + spacing - now) + {WINDOW_MS})
+local fresh = not turn
+if fresh then
+  turn = math.max(now, next_free)
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - {WINDOW_MS})
 local at = math.max(now, turn)
@@ -89,7 +93,16 @@ local hold = {HOLD_MS}
 if turn < now then
   hold = {LATE_HOLD_MS}
 end
-if ARGV[4] == '{TAKE}' and at - now <= hold then
+local taken = ARGV[4] == '{TAKE}' and at - now <= hold
+if not taken and at - turn > {HOLD_MS} then
+  turn = math.max(at, next_free)
+  at = turn
+  fresh = true
+end
+if fresh then
+  redis.call('SET', KEYS[2], turn + spacing, 'PX', math.ceil(turn + spacing - now) + {WINDOW_MS})
+end
+if taken then
   redis.call('ZADD', KEYS[1], at, ARGV[3] .. '@' .. at)
   redis.call('PEXPIRE', KEYS[1], math.ceil(at - now) + {WINDOW_MS})
   redis.call('DEL', KEYS[3])
@@ -144,19 +157,26 @@ class MemoryPacer:
         self._turns: BoundedLRU[tuple[str, str], float] = BoundedLRU(max_entries=MEMORY_KEYS, max_weight=MEMORY_KEYS)
 
     def turn(self, key: str, caller: str, *, per_second: int) -> Turn:
-        now = time.time() * 1000
+        now, spacing = time.time() * 1000, 1000 / per_second
         with self._lock:
+            next_free = self._next_free.get(key) or now
             turn = self._turns.get((key, caller))
+            fresh = turn is None
             if turn is None:
-                turn = max(now, self._next_free.get(key) or now)
-                self._next_free.put(key, turn + 1000 / per_second, weight=1)
+                turn = max(now, next_free)
             gone = self._gone.get(key) or deque()
             while gone and gone[0] <= now - WINDOW_MS:
                 gone.popleft()
             at = max(now, turn, gone[-1] if gone else now)
             if len(gone) >= per_second:
                 at = max(at, gone[-per_second] + WINDOW_MS)
-            if at - now > (LATE_HOLD_MS if turn < now else HOLD_MS):
+            taken = at - now <= (LATE_HOLD_MS if turn < now else HOLD_MS)
+            if not taken and at - turn > HOLD_MS:
+                turn = at = max(at, next_free)
+                fresh = True
+            if fresh:
+                self._next_free.put(key, turn + spacing, weight=1)
+            if not taken:
                 self._turns.put((key, caller), turn, weight=1)
                 return _told(False, at - now)
             gone.append(at)
