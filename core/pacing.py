@@ -14,11 +14,10 @@ Two rules, both kept in one Lua script on Redis's clock, exact across worker nod
 A caller whose place is at most HOLD_MS away takes it now, logged at that time, and waits the moment where it is (a
 worker, before its attempt): coming back costs a pickup that may itself be late. One further away keeps its turn and
 is told to come back BACK_EARLY_MS before it, so that a pickup a little late still finds its place held. A caller
-whose turn has passed (it came back late, or others' places held it back) takes a place up to LATE_HOLD_MS away:
-told to come back, it would be late again, and callers late together would each find the place it was told taken
-by another, coming back again and again for as long as the key has more callers than places. One held back further
-(the window full of callers that went late) waits in line again: it is given the next free turn, its own, rather
-than come back for a place that every turn given out already competes for.
+held back more than RETURN_AFTER_MS past its turn by others' places (the window full of callers that went late)
+waits in line again: it is given the next free turn, its own. Told to come back for the place the window frees, it would
+find it taken by a caller whose turn it is, every time while the key has a backlog, each time a claim, a put-back
+and a publish for a worker.
 A turn can also be reserved for a caller that has not come yet (a delivery being stored): it is kept, never taken,
 until its caller asks for it.
 
@@ -49,9 +48,10 @@ logger = logging.getLogger(__name__)
 STORE_TIMEOUT_SECONDS = 0.25
 # A caller whose place is this near takes it and waits for it where it is.
 HOLD_MS = 100
-# A caller whose turn has passed takes its place this near: its worker's thread waits up to this long, once, where
-# coming back would cost a claim, a put-back and a publish each time, and might be late again.
-LATE_HOLD_MS = 500
+# A caller held back this much past its turn by others' places, and not taking one, is given the next free turn: it
+# stays held back while the key's turns are all given out (a backlog). One held back less keeps its turn: it is
+# the caller one second after a late one, whose place frees itself a moment later.
+RETURN_AFTER_MS = 500
 # A caller told to come back does so this much before its place: a pickup up to this late (a worker's timer, a busy
 # pool, the claim) still goes at its place, and one up to HOLD_MS - BACK_EARLY_MS early takes it too.
 BACK_EARLY_MS = 50
@@ -67,7 +67,7 @@ MEMORY_KEYS = 100_000
 # place), its next free turn, this caller's turn.
 # ARGV: N, the spacing between turns (ms), the caller's name, TAKE to take a place this near, else only reserve.
 # Returns {1, ms}: the caller's place is taken, it goes in ms; {0, ms}: its place is ms away, its turn kept. A caller
-# held back past its turn by more than HOLD_MS by others' places, and not taking one, is given the next free turn.
+# held back past its turn by more than RETURN_AFTER_MS by others' places, not taking one, is given the next free turn.
 # A place is never before the last one taken, so the log is in the order of going: one second after the Nth last
 # place is the first that leaves at most N in every second.
 TURN_SCRIPT = f"""
@@ -89,12 +89,8 @@ end
 if #gone >= 2 * limit then
   at = math.max(at, tonumber(gone[2]) + {WINDOW_MS})
 end
-local hold = {HOLD_MS}
-if turn < now then
-  hold = {LATE_HOLD_MS}
-end
-local taken = ARGV[4] == '{TAKE}' and at - now <= hold
-if not taken and at - turn > {HOLD_MS} then
+local taken = ARGV[4] == '{TAKE}' and at - now <= {HOLD_MS}
+if not taken and at - turn > {RETURN_AFTER_MS} then
   turn = math.max(at, next_free)
   at = turn
   fresh = true
@@ -115,9 +111,8 @@ return {{0, math.ceil(at - now)}}
 
 @dataclass(frozen=True)
 class Turn:
-    """What a caller is told: ``taken``, its place is its own and it goes in ``seconds`` (at most HOLD_MS, or
-    LATE_HOLD_MS for a caller whose turn has passed), waiting where it is; otherwise its turn is kept and it comes
-    back in ``seconds``."""
+    """What a caller is told: ``taken``, its place is its own and it goes in ``seconds`` (at most HOLD_MS), waiting
+    where it is; otherwise its turn is kept and it comes back in ``seconds``."""
 
     taken: bool
     seconds: float
@@ -170,8 +165,8 @@ class MemoryPacer:
             at = max(now, turn, gone[-1] if gone else now)
             if len(gone) >= per_second:
                 at = max(at, gone[-per_second] + WINDOW_MS)
-            taken = at - now <= (LATE_HOLD_MS if turn < now else HOLD_MS)
-            if not taken and at - turn > HOLD_MS:
+            taken = at - now <= HOLD_MS
+            if not taken and at - turn > RETURN_AFTER_MS:
                 turn = at = max(at, next_free)
                 fresh = True
             if fresh:

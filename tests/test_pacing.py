@@ -13,7 +13,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from core.pacing import BACK_EARLY_MS, HOLD_MS, LATE_HOLD_MS, MemoryPacer, RedisPacer, Turn
+from core.pacing import BACK_EARLY_MS, HOLD_MS, RETURN_AFTER_MS, MemoryPacer, RedisPacer, Turn
 
 Pacer = MemoryPacer | RedisPacer
 
@@ -121,7 +121,7 @@ def test_a_place_a_moment_away_is_taken_and_waited_for(pacer: Pacer) -> None:
     assert turn("d").taken is False
 
 
-def test_a_caller_late_for_its_turn_takes_a_place_up_to_late_hold_away_rather_than_coming_back(pacer: Pacer) -> None:
+def test_a_caller_held_back_past_its_turn_is_given_the_next_free_turn_not_told_to_contend(pacer: Pacer) -> None:
     turn = turns(pacer, f"key-{uuid.uuid4()}", per_second=2)  # turns 500 ms apart
     start = time.monotonic()
 
@@ -129,15 +129,16 @@ def test_a_caller_late_for_its_turn_takes_a_place_up_to_late_hold_away_rather_th
         time.sleep(max(0.0, start + seconds - time.monotonic()))
 
     assert turn("a").taken
-    assert [turn(caller).taken for caller in "bcd"] == [False] * 3  # turns at 500, 1000 and 1500 ms
-    at(0.85)
-    assert turn("b") == Turn(taken=True, seconds=0)  # 350 ms late, it goes at 850
-    at(1.55)
-    assert turn("c") == Turn(taken=True, seconds=0)  # 550 ms late: c and b fill the second from 850
-    # d, 50 ms late, finds its place 300 ms on (one second after b's): further than HOLD_MS, within LATE_HOLD_MS.
-    late = turn("d")
-    assert HOLD_MS < 300 < LATE_HOLD_MS
-    assert late == Turn(taken=True, seconds=pytest.approx(0.3, abs=0.04))
+    assert [turn(caller).taken for caller in "bcd"] == [False] * 3  # turns at 500, 1000 and 1500 ms; next 2000
+    at(1.2)
+    assert turn("b") == Turn(taken=True, seconds=0)  # 700 ms late, it goes at 1200
+    at(1.6)
+    assert turn("c") == Turn(taken=True, seconds=0)  # 600 ms late: c and b fill the second from 1200
+    # d, 100 ms late, is held back to 2200 by the window, past RETURN_AFTER_MS: it is given the next free turn,
+    # 2200, its own; the next caller's comes after it, not at the place d would otherwise contend for.
+    assert RETURN_AFTER_MS < 2200 - 1500  # held back 700 ms past its turn
+    assert turn("d") == Turn(taken=False, seconds=pytest.approx(back_in(600), abs=0.04))
+    assert turn("e") == Turn(taken=False, seconds=pytest.approx(back_in(1100), abs=0.04))
 
 
 @pytest.mark.redis

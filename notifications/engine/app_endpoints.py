@@ -63,8 +63,7 @@ def seconds_to_turn(job: Job, endpoint: store.EndpointTarget) -> float:
     turn = pacing.turn(key=_pace_key(endpoint.id), caller=str(job.id), per_second=endpoint.rate_limit)
     if not turn.taken:
         return turn.seconds
-    # At most pacing.HOLD_MS (LATE_HOLD_MS when late): less than handing the delivery back and taking it again.
-    time.sleep(turn.seconds)
+    time.sleep(turn.seconds)  # at most pacing.HOLD_MS: less than handing the delivery back and taking it again
     return 0
 
 
