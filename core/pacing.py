@@ -13,11 +13,13 @@ Two rules, both kept in one Lua script on Redis's clock, exact across worker nod
 
 A caller whose place is at most HOLD_MS away takes it now, logged at that time, and waits the moment where it is (a
 worker, before its attempt): coming back costs a pickup that may itself be late. One further away keeps its turn and
-is told to come back BACK_EARLY_MS before it, so that a pickup a little late still finds its place held. A caller
-held back more than RETURN_AFTER_MS past its turn by others' places (the window full of callers that went late)
-waits in line again: it is given the next free turn, its own. Told to come back for the place the window frees, it would
-find it taken by a caller whose turn it is, every time while the key has a backlog, each time a claim, a put-back
-and a publish for a worker.
+is told to come back BACK_EARLY_MS before it, so that a pickup a little late still finds its place held.
+
+A caller held back more than RETURN_AFTER_MS past its turn by others' places (the window full of callers that went
+late) waits in line again: it is given the next free turn, its own. Told to come back for the place the window
+frees, it would find it taken by a caller whose turn it is, every time while the key has a backlog, each time a
+claim, a put-back and a publish for a worker.
+
 A turn can also be reserved for a caller that has not come yet (a delivery being stored): it is kept, never taken,
 until its caller asks for it.
 
