@@ -378,8 +378,8 @@ def jobs_dispatch(*, batch_size: int = 1000) -> int:
 def _publish_due(due: Sequence[tuple[UUID, int, datetime | None]], *, now: datetime) -> None:
     """Publishes the due jobs' tasks. One due before its lock ends (a delivery waiting for its endpoint's turn or a
     retry, too far off to count down and made due ahead of it) goes on the first step with a countdown to that end:
-    its claim comes at its time, neither refused before it nor kept past it by the queue. Those go out first: a
-    thousand others take a second to publish, which would make a paced delivery miss its turn."""
+    its claim comes at its time, neither refused before it nor kept past it by the queue. Those go out first: the
+    others may be a whole batch, whose publishing would make a paced delivery miss its turn."""
     for job_id, _, until in due:
         if until is not None and until > now:
             job_enqueue(job_id=job_id, priority=Priority.HIGH, countdown=(until - now).total_seconds())
