@@ -103,6 +103,11 @@ class Receiver:
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if len(body) < length:
+                    # The sender went away mid-request (a worker killed while sending): no endpoint's application
+                    # would see a request cut short, so it is not an arrival.
+                    self.close_connection = True
+                    return
                 path = self.path
                 receiver._record(Arrival(self.command, path, dict(self.headers.items()), body))
                 reply = receiver._reply_for(path)
