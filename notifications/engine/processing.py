@@ -32,7 +32,7 @@ from notifications.engine import store
 from notifications.engine.app_endpoints import endpoint_attempt_record, endpoint_stop, seconds_to_turn
 from notifications.engine.health import destination_health_record
 from notifications.engine.lease import Lease, LeasedT, lease_length, renewer
-from notifications.engine.queue import dispatch_lead, dispatched_at, job_enqueue, jobs_enqueue, queued_messages
+from notifications.engine.queue import dispatch_lead, dispatched_at, job_enqueue, jobs_enqueue, queued_deliveries
 from notifications.engine.transitions import NextState
 from notifications.models import DeliveryLog, DeliveryStatus, Job, JobType, Priority
 from notifications.observability import attempt_recorded
@@ -48,7 +48,7 @@ CLAIM_TOLERANCE = timedelta(seconds=1)
 # A worker claims a job within milliseconds of taking its task: a job still pending this long after its task
 # went out, and older than every task in the queue, lost its task.
 PUBLISHED_AND_UNCLAIMED = timedelta(seconds=5)
-# Past this many queued tasks the search for lost ones (which steps over as many pending jobs) is not made: in
+# Past this many queued tasks the search for lost ones (which reads as many pending jobs) is not made: in
 # such a backlog a lost task is re-sent at its job's requeue time.
 LOST_TASK_SEARCH_MAX_QUEUE = 10_000
 # A record that the database refused is tried again after these pauses, doubling, while the lease lasts.
@@ -389,12 +389,31 @@ def _publish_due(due: Sequence[tuple[UUID, int, datetime | None]], *, now: datet
 def _bring_forward_lost_tasks(*, now: datetime, batch_size: int) -> None:
     """Makes the pending jobs whose task the broker lost due now: it lost its data (restarted without persistence),
     handed the task to a worker's connection the moment the worker was killed, or the worker died after taking the
-    task and before claiming the job (docs/delivery-engine.md, "The sweeper")."""
-    queued = queued_messages()
-    if queued is None or queued > LOST_TASK_SEARCH_MAX_QUEUE:
+    task and before claiming the job (docs/delivery-engine.md, "The sweeper").
+
+    The broker hands a list's tasks out in the order they came, so the N tasks a list holds are those of the N
+    pending jobs of its priorities published last, and a job published before all of them lost its task. Each list
+    is counted before and after its jobs are read, and the smaller count stands: workers that take tasks meanwhile
+    (a worker started again drains its backlog fast) make the first count too high, which would hide as many lost
+    tasks; producers make the second too high. A queued job taken for lost is sent twice, and its copy claims
+    nothing; a task that delivers no job, waiting on the first step, can hide a lost one of high priority until
+    it is taken."""
+    counted_before = queued_deliveries()
+    if counted_before is None or sum(count for _, count in counted_before) > LOST_TASK_SEARCH_MAX_QUEUE:
         return
-    lost = store.bring_forward_unqueued(
-        queued=queued, published_before=now - PUBLISHED_AND_UNCLAIMED, now=now, batch_size=batch_size
-    )
+    published_last = [
+        store.published_last_first(priorities=priorities, now=now, count=count + batch_size)
+        for priorities, count in counted_before
+    ]
+    counted_after = queued_deliveries()
+    if counted_after is None:
+        return
+    unqueued = [
+        job_id
+        for jobs, (_, before), (_, after) in zip(published_last, counted_before, counted_after, strict=True)
+        for job_id in jobs[min(before, after) :]
+    ]
+    lost = store.bring_forward_unqueued(unqueued, published_before=now - PUBLISHED_AND_UNCLAIMED, now=now)
     if lost:
+        queued = sum(count for _, count in counted_after)
         logger.warning("%d pending job(s) have no task in the broker (%d queued): re-sending them", lost, queued)

@@ -163,17 +163,22 @@ def _leave_to_the_sweeper(job_ids: list[UUID], *, countdown: float | None) -> No
         logger.warning("Could not mark %d job(s) for the sweeper: %s", len(job_ids), error)
 
 
-def queued_messages() -> int | None:
-    """How many tasks wait in the broker's queue, at every priority; None if the broker cannot be asked."""
+def queued_deliveries() -> list[tuple[list[int], int]] | None:
+    """The tasks waiting in each of the broker's lists, with the job priorities whose tasks that list holds; None if
+    the broker cannot be asked. A list hands its tasks out in the order they came; the first step's also holds the
+    tasks that deliver no job (the dispatcher's, the sweeper's)."""
     connection, _ = _producer()
     queue, _ = _publish_settings()
     try:
-        channel: Any = connection.default_channel  # a virtual transport's channel; the stubs know only StdChannel
-        # Not passive: Redis keeps no empty list, and a passive declare of an empty queue says it does not exist.
-        return int(channel.queue_declare(queue=queue).message_count)
+        channel: Any = connection.default_channel  # core.broker's channel; the stubs know only StdChannel
+        waiting = channel.waiting_by_step(queue)
     except _broker_failures(connection):
         _drop_producer()
         return None
+    priorities_at: dict[int, list[int]] = {}
+    for priority, step in BROKER_PRIORITY.items():
+        priorities_at.setdefault(channel.priority(step), []).append(priority)
+    return [(priorities, waiting[step]) for step, priorities in priorities_at.items()]
 
 
 # Off the framework's road: docs/departures.md, "kept-producer".

@@ -581,22 +581,23 @@ def take_due(
     return due
 
 
-def bring_forward_unqueued(*, queued: int, published_before: datetime, now: datetime, batch_size: int) -> int:
-    """Pending jobs whose task cannot be among the ``queued`` tasks the broker holds are due for the sweeper at
-    ``now``; returns how many.
+def published_last_first(*, priorities: Sequence[int], now: datetime, count: int) -> list[UUID]:
+    """The first ``count`` pending jobs of ``priorities`` whose task is out, last published first (a job's requeue
+    time is its publication plus JOB_REQUEUE_AFTER_SECONDS). A scheduled send is not published before its time: only
+    the pending jobs whose time has come have a task."""
+    due = Job.objects.filter(
+        Q(locked_until__isnull=True) | Q(locked_until__lte=now), status=JobStatus.PENDING, priority__in=priorities
+    )
+    return list(due.filter(requeue_at__gt=now).order_by("-requeue_at").values_list("id", flat=True)[:count])
 
-    The broker hands tasks out in the order they came, so the tasks it holds are those of the jobs published last
-    (a job's requeue time is its publication plus JOB_REQUEUE_AFTER_SECONDS). A pending job published before all of
-    them, and before ``published_before`` (a worker claims within milliseconds of taking a task), lost its task.
-    At mixed priorities a job's place in its own queue is not its place in this order: a few jobs may be sent twice
-    (the copy claims nothing), and a lost one can wait for its requeue time.
-    """
+
+def bring_forward_unqueued(job_ids: Sequence[UUID], *, published_before: datetime, now: datetime) -> int:
+    """Those of ``job_ids`` (pending jobs whose task is not in the broker's queue) published before
+    ``published_before`` are due for the sweeper at ``now``; returns how many. Published since, a worker may have
+    taken the task and not yet claimed the job (it claims within milliseconds)."""
     requeue_before = published_before + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS)
-    # A scheduled send is not published before its time: only the pending jobs whose time has come are in the queue.
-    due = Job.objects.filter(Q(locked_until__isnull=True) | Q(locked_until__lte=now), status=JobStatus.PENDING)
-    last_published_first = due.filter(requeue_at__gt=now).order_by("-requeue_at")
-    beyond_the_queue = last_published_first.values("id")[queued : queued + batch_size]
-    return Job.objects.filter(id__in=beyond_the_queue, requeue_at__lt=requeue_before).update(requeue_at=now)
+    unqueued = Job.objects.filter(id__in=job_ids, status=JobStatus.PENDING, requeue_at__lt=requeue_before)
+    return unqueued.update(requeue_at=now)
 
 
 def cancel_pending(*, account: Account, job_id: UUID, test: bool, cancelled: NextState, announced: bool) -> Job | None:

@@ -16,9 +16,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from notifications.engine import store
 from notifications.engine.processing import job_claim, job_process, jobs_sweep
-from notifications.engine.queue import job_enqueue
+from notifications.engine.queue import DELIVER_TASK, DISPATCH_TASK, dispatch_soon, job_enqueue
 from notifications.models import Job, JobStatus
+from notifyhub.celery import app as celery_app
 from tests.conftest import Client, free_port, wait_for_job
 from tests.fakes.receiver import Receiver, Reply
 
@@ -156,6 +158,57 @@ def test_the_sweeper_resends_a_lost_task_older_than_every_queued_one_and_leaves_
 
     assert sorted(message["args"][0] for message in broker_messages()) == sorted([str(lost), str(queued)])
     assert Job.objects.get(id=queued).requeue_at == queued_requeue_at
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("delivery_settings")
+def test_the_sweeper_finds_a_lost_task_while_a_worker_drains_the_queue_under_its_count(
+    free: Client, receiver: Receiver, broker_messages: Messages, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lost, *queued = (_webhook_job(free, receiver, broker_messages) for _ in range(4))
+    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + timedelta(seconds=240))
+    for published_ago, job_id in zip((30, 20, 10), queued, strict=True):
+        Job.objects.filter(id=job_id).update(requeue_at=timezone.now() + timedelta(seconds=300 - published_ago))
+        job_enqueue(job_id=job_id, priority=5)
+        time.sleep(0.002)  # the file broker keeps the order of messages a millisecond apart
+    read_pending_jobs = store.published_last_first
+    taken: list[UUID] = []
+
+    def read_while_a_worker_takes_two_tasks(**kwargs: Any) -> list[UUID]:
+        # Counted three queued tasks; a worker takes the first two and claims their jobs before the jobs are read.
+        with celery_app.connection_for_write() as conn, conn.SimpleQueue("celery") as queue:
+            while len(taken) < 2:
+                message = queue.get_nowait()
+                taken.append(UUID(message.decode()[0][0]))
+                assert job_claim(job_id=taken[-1]) is not None
+                message.ack()
+        return read_pending_jobs(**kwargs)
+
+    monkeypatch.setattr(store, "published_last_first", read_while_a_worker_takes_two_tasks)
+
+    assert jobs_sweep() == 1
+
+    assert sorted(message["args"][0] for message in broker_messages()) == sorted([str(lost), str(queued[2])])
+    assert taken == queued[:2]
+    assert [Job.objects.get(id=job_id).status for job_id in queued] == [JobStatus.PROCESSING] * 2 + [JobStatus.PENDING]
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("delivery_settings")
+def test_a_task_that_delivers_no_job_does_not_hide_a_lost_one(
+    free: Client, receiver: Receiver, broker_messages: Messages
+) -> None:
+    lost = _webhook_job(free, receiver, broker_messages)
+    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + timedelta(seconds=240))
+    dispatch_soon()  # waits on the first step, a list of its own: the lost job's is empty
+
+    assert jobs_sweep() == 1
+
+    assert [(message["task"], message["args"]) for message in broker_messages()] == [
+        (DISPATCH_TASK, []),
+        (DELIVER_TASK, [str(lost)]),
+    ]
 
 
 # Last in the module: the in-process worker it starts keeps taking tasks until the module ends.

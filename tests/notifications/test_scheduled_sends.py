@@ -16,9 +16,9 @@ from rest_framework.exceptions import ValidationError
 from accounts.models import Account
 from core.api.envelope import iso_utc
 from core.api.fields import ZonedDateTimeField
-from notifications.engine.processing import job_claim, jobs_dispatch
-from notifications.engine.store import bring_forward_unqueued, take_due_for_requeue
-from notifications.models import Job, JobStatus
+from notifications.engine.processing import job_claim, jobs_dispatch, jobs_sweep
+from notifications.engine.store import published_last_first, take_due_for_requeue
+from notifications.models import Job, JobStatus, Priority
 from tests.api.test_envelope import assert_error
 from tests.conftest import WEBHOOK, Client, locked_elsewhere, wait_for_job
 from tests.fakes.receiver import Receiver
@@ -205,9 +205,8 @@ def test_the_search_for_lost_tasks_passes_over_scheduled_sends(free: Client) -> 
     now = timezone.now()
 
     # No task in the broker: a pending job published long ago lost its task; one scheduled for later has none yet.
-    moved = bring_forward_unqueued(queued=0, published_before=now + timedelta(hours=2), now=now, batch_size=100)
-
-    assert moved == 0
+    assert published_last_first(priorities=Priority.values, now=now, count=100) == []
+    assert jobs_sweep() == 0
     assert Job.objects.get(id=scheduled.id).requeue_at == scheduled.requeue_at
 
 
