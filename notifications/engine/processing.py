@@ -392,7 +392,8 @@ def _bring_forward_lost_tasks(*, now: datetime, batch_size: int) -> None:
     task and before claiming the job (docs/delivery-engine.md, "The sweeper").
 
     The broker hands a list's tasks out in the order they came, so the N tasks a list holds are those of the N
-    pending jobs of its priorities published last, and a job published before all of them lost its task. Each list
+    jobs of its priorities published last (pending, or published again once a dead worker's lease ran out), and a
+    pending job published before all of them lost its task. Each list
     is counted before and after its jobs are read, and the smaller count stands: workers that take tasks meanwhile
     (a worker started again drains its backlog fast) make the first count too high, which would hide as many lost
     tasks; producers make the second too high. A queued job taken for lost is sent twice, and its copy claims

@@ -582,17 +582,18 @@ def take_due(
 
 
 def published_last_first(*, priorities: Sequence[int], now: datetime, count: int) -> list[UUID]:
-    """The first ``count`` pending jobs of ``priorities`` whose task is out, last published first (a job's requeue
-    time is its publication plus JOB_REQUEUE_AFTER_SECONDS). A scheduled send is not published before its time: only
-    the pending jobs whose time has come have a task."""
+    """The first ``count`` jobs of ``priorities`` whose task is out, last published first (a job's requeue time is
+    its publication plus JOB_REQUEUE_AFTER_SECONDS): pending, or processing with its lease over and published again
+    (its worker died in the attempt). A scheduled send is not published before its time, nor a retry before it is
+    due: only the jobs whose time has come have a task."""
     due = Job.objects.filter(
-        Q(locked_until__isnull=True) | Q(locked_until__lte=now), status=JobStatus.PENDING, priority__in=priorities
+        Q(locked_until__isnull=True) | Q(locked_until__lte=now), status__in=UNFINISHED, priority__in=priorities
     )
     return list(due.filter(requeue_at__gt=now).order_by("-requeue_at").values_list("id", flat=True)[:count])
 
 
 def bring_forward_unqueued(job_ids: Sequence[UUID], *, published_before: datetime, now: datetime) -> int:
-    """Those of ``job_ids`` (pending jobs whose task is not in the broker's queue) published before
+    """The pending ones of ``job_ids`` (jobs whose task is not in the broker's queue) published before
     ``published_before`` are due for the sweeper at ``now``; returns how many. Published since, a worker may have
     taken the task and not yet claimed the job (it claims within milliseconds)."""
     requeue_before = published_before + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS)

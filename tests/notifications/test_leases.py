@@ -193,6 +193,27 @@ def test_the_sweeper_finds_a_lost_task_while_a_worker_drains_the_queue_under_its
     assert [Job.objects.get(id=job_id).status for job_id in queued] == [JobStatus.PROCESSING] * 2 + [JobStatus.PENDING]
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("delivery_settings")
+def test_a_dead_workers_job_published_again_does_not_hide_a_lost_one(
+    free: Client, receiver: Receiver, broker_messages: Messages
+) -> None:
+    lost, orphaned = (_webhook_job(free, receiver, broker_messages) for _ in range(2))
+    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + timedelta(seconds=240))
+    # Claimed by a worker that died: its lease ran out, and the sweeper published its task again 10 s ago.
+    assert job_claim(job_id=orphaned) is not None
+    now = timezone.now()
+    Job.objects.filter(id=orphaned).update(
+        locked_until=now - timedelta(seconds=20), requeue_at=now + timedelta(seconds=290)
+    )
+    job_enqueue(job_id=orphaned, priority=5)
+
+    assert jobs_sweep() == 1
+
+    assert sorted(message["args"][0] for message in broker_messages()) == sorted([str(lost), str(orphaned)])
+    assert Job.objects.get(id=orphaned).status == JobStatus.PROCESSING
+
+
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("delivery_settings")
