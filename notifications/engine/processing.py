@@ -48,7 +48,7 @@ CLAIM_TOLERANCE = timedelta(seconds=1)
 # A worker claims a job within milliseconds of taking its task: a job still pending this long after its task
 # went out, and older than every task in the queue, lost its task.
 PUBLISHED_AND_UNCLAIMED = timedelta(seconds=5)
-# Past this many queued tasks the search for lost ones (which reads as many pending jobs) is not made: in
+# Past this many queued tasks the search for lost ones (which reads as many jobs) is not made: in
 # such a backlog a lost task is re-sent at its job's requeue time.
 LOST_TASK_SEARCH_MAX_QUEUE = 10_000
 # A record that the database refused is tried again after these pauses, doubling, while the lease lasts.
@@ -393,12 +393,11 @@ def _bring_forward_lost_tasks(*, now: datetime, batch_size: int) -> None:
 
     The broker hands a list's tasks out in the order they came, so the N tasks a list holds are those of the N
     jobs of its priorities published last (pending, or published again once a dead worker's lease ran out), and a
-    pending job published before all of them lost its task. Each list
-    is counted before and after its jobs are read, and the smaller count stands: workers that take tasks meanwhile
-    (a worker started again drains its backlog fast) make the first count too high, which would hide as many lost
-    tasks; producers make the second too high. A queued job taken for lost is sent twice, and its copy claims
-    nothing; a task that delivers no job, waiting on the first step, can hide a lost one of high priority until
-    it is taken."""
+    pending job published before all of them lost its task. Each list is counted before and after its jobs are
+    read, and the smaller count stands: workers that take tasks meanwhile (a worker started again drains its backlog
+    fast) make the first count too high, which would hide as many lost tasks; producers make the second too high.
+    A queued job taken for lost is sent twice, and its copy claims nothing; a task that delivers no job, waiting on
+    the first step, can hide a lost one of high priority until it is taken."""
     counted_before = queued_deliveries()
     if counted_before is None or sum(count for _, count in counted_before) > LOST_TASK_SEARCH_MAX_QUEUE:
         return
