@@ -124,6 +124,12 @@ def test_a_delivered_attempt_is_recorded_once_the_database_is_back(
     assert "could not record the attempt, trying again" in caplog.text
 
 
+def _published(job_id: UUID, *, seconds_ago: float) -> None:
+    """The job's task went out ``seconds_ago``: its requeue time is its publication plus the 300 s of
+    JOB_REQUEUE_AFTER_SECONDS."""
+    Job.objects.filter(id=job_id).update(requeue_at=timezone.now() + timedelta(seconds=300 - seconds_ago))
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("delivery_settings")
 def test_the_sweeper_resends_a_pending_job_whose_task_the_empty_queue_lost(
@@ -131,9 +137,8 @@ def test_the_sweeper_resends_a_pending_job_whose_task_the_empty_queue_lost(
 ) -> None:
     lost, just_sent = (_webhook_job(free, receiver, broker_messages) for _ in range(2))
     # Sent 10 s ago and 1 s ago: a worker claims a job well within 5 s of its task going out.
-    requeue_after = timedelta(seconds=300)
-    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + requeue_after - timedelta(seconds=10))
-    Job.objects.filter(id=just_sent).update(requeue_at=timezone.now() + requeue_after - timedelta(seconds=1))
+    _published(lost, seconds_ago=10)
+    _published(just_sent, seconds_ago=1)
 
     assert jobs_sweep() == 1
 
@@ -149,8 +154,8 @@ def test_the_sweeper_resends_a_lost_task_older_than_every_queued_one_and_leaves_
     free: Client, receiver: Receiver, broker_messages: Messages
 ) -> None:
     lost, queued = (_webhook_job(free, receiver, broker_messages) for _ in range(2))
-    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + timedelta(seconds=240))
-    Job.objects.filter(id=queued).update(requeue_at=timezone.now() + timedelta(seconds=270))
+    _published(lost, seconds_ago=60)
+    _published(queued, seconds_ago=30)
     job_enqueue(job_id=queued, priority=5)  # the task still in the queue, of the job published last
     queued_requeue_at = Job.objects.get(id=queued).requeue_at
 
@@ -166,9 +171,9 @@ def test_the_sweeper_finds_a_lost_task_while_a_worker_drains_the_queue_under_its
     free: Client, receiver: Receiver, broker_messages: Messages, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lost, *queued = (_webhook_job(free, receiver, broker_messages) for _ in range(4))
-    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + timedelta(seconds=240))
+    _published(lost, seconds_ago=60)
     for published_ago, job_id in zip((30, 20, 10), queued, strict=True):
-        Job.objects.filter(id=job_id).update(requeue_at=timezone.now() + timedelta(seconds=300 - published_ago))
+        _published(job_id, seconds_ago=published_ago)
         job_enqueue(job_id=job_id, priority=5)
         time.sleep(0.002)  # the file broker keeps the order of messages a millisecond apart
     read_pending_jobs = store.published_last_first
@@ -199,7 +204,7 @@ def test_a_dead_workers_job_published_again_does_not_hide_a_lost_one(
     free: Client, receiver: Receiver, broker_messages: Messages
 ) -> None:
     lost, orphaned = (_webhook_job(free, receiver, broker_messages) for _ in range(2))
-    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + timedelta(seconds=240))
+    _published(lost, seconds_ago=60)
     # Claimed by a worker that died: its lease ran out, and the sweeper published its task again 10 s ago.
     assert job_claim(job_id=orphaned) is not None
     now = timezone.now()
@@ -221,7 +226,7 @@ def test_a_task_that_delivers_no_job_does_not_hide_a_lost_one(
     free: Client, receiver: Receiver, broker_messages: Messages
 ) -> None:
     lost = _webhook_job(free, receiver, broker_messages)
-    Job.objects.filter(id=lost).update(requeue_at=timezone.now() + timedelta(seconds=240))
+    _published(lost, seconds_ago=60)
     dispatch_soon()  # waits on the first step, a list of its own: the lost job's is empty
 
     assert jobs_sweep() == 1
