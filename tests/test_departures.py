@@ -18,8 +18,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LEDGER = ROOT / "docs" / "departures.md"
-PACKAGES = ("notifyhub", "core", "accounts", "notifications", "domains", "webhooks_inbound", "dashboard", "staff")
-PACKAGES += ("providers", "devtools", "email_templates")
+# Every package of the product, found in the tree: an app added later is held to the ledger from its first commit.
+NOT_THE_PRODUCT = ("tests", "bench")
+PACKAGES = tuple(
+    sorted(init.parent.name for init in ROOT.glob("*/__init__.py") if init.parent.name not in NOT_THE_PRODUCT)
+)
 SQL_STATEMENT = re.compile(
     r"^\s*(SELECT\s.+\sFROM\s|INSERT\s+INTO\s|UPDATE\s+\S+\s+SET\s|DELETE\s+FROM\s|WITH\s+\w+\s+AS\s*\()", re.DOTALL
 )
