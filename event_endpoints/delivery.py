@@ -33,6 +33,7 @@ from notifications.engine.lease import lease_length, renewer
 from notifications.engine.processing import (
     CLAIM_TOLERANCE,
     ClaimUnavailable,
+    counted_down,
     next_state_after,
     record_within_lease,
     worker_deaths_stop,
@@ -127,21 +128,30 @@ def _record(delivery: EventDelivery, outcome: AttemptOutcome) -> bool:
         return False
     if next_state.next_attempt_at is not None:
         delay = (next_state.next_attempt_at - now).total_seconds()
-        transaction.on_commit(lambda: event_deliveries_enqueue([delivery.id], countdown=delay))
+        if counted_down(delay):  # one further off is the sweep's to publish (next_state_after)
+            transaction.on_commit(lambda: event_deliveries_enqueue([delivery.id], countdown=delay))
     return True
 
 
 def event_deliveries_sweep(*, batch_size: int = 1000) -> int:
-    """Re-sends the tasks of unfinished deliveries whose requeue time has passed; returns how many."""
+    """Sends the tasks of unfinished deliveries whose requeue time has passed, as the dispatcher sends jobs'
+    (docs/event-endpoints.md, "How an event is delivered"): those the broker lost, and the retries too far off to be
+    counted down, a moment before their time; returns how many."""
     now = timezone.now()
+    next_requeue_at = now + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS)
     due = store.take_due(
         EventDelivery.objects.filter(status__in=UNFINISHED),
         "id",
+        "locked_until",
         now=now,
-        next_requeue_at=now + timedelta(seconds=settings.JOB_REQUEUE_AFTER_SECONDS),
+        next_requeue_at=store.requeue_pushed(now=now, next_requeue_at=next_requeue_at),
         batch_size=batch_size,
     )
-    event_deliveries_enqueue([delivery_id for (delivery_id,) in due])
+    # A retry due before its lock ends is counted down to that end: its claim would be refused before it.
+    for delivery_id, until in due:
+        if until is not None and until > now:
+            event_deliveries_enqueue([delivery_id], countdown=(until - now).total_seconds())
+    event_deliveries_enqueue([delivery_id for delivery_id, until in due if until is None or until <= now])
     if due:
-        logger.info("Sweeper re-sent %d event deliveries", len(due))
+        logger.info("Sweeper sent %d event deliveries", len(due))
     return len(due)

@@ -241,10 +241,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": JOB_DISPATCH_INTERVAL_SECONDS,
         "options": {"expires": JOB_DISPATCH_INTERVAL_SECONDS},
     },
+    # Each tick as the dispatcher's: a retry too far off to be counted down is published then (docs/event-endpoints.md).
     "sweep-event-deliveries": {
         "task": "event_endpoints.sweep_deliveries",
-        "schedule": JOB_SWEEP_INTERVAL_SECONDS,
-        "options": {"expires": JOB_SWEEP_INTERVAL_SECONDS},
+        "schedule": JOB_DISPATCH_INTERVAL_SECONDS,
+        "options": {"expires": JOB_DISPATCH_INTERVAL_SECONDS},
     },
     # At a quiet hour (UTC); a run that could not start within the hour waits for the next day's.
     "purge-jobs": {

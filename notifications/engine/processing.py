@@ -126,10 +126,10 @@ def _wait_for_turn(job: Job, *, seconds: float) -> None:
     goes on to other deliveries (docs/customer-webhooks.md, "Rate limit"). A short wait's task is sent for then; a
     longer one is left to the dispatcher."""
     turn = timezone.now() + timedelta(seconds=seconds)
-    counted_down = _counted_down(seconds)
+    sent_counted_down = counted_down(seconds)
     # Counted down: pending and published, as far as the sweeper can tell, at its turn, so were its task lost the
     # sweeper's search for lost tasks finds it 5 s after (docs/delivery-engine.md, "The sweeper").
-    requeue_at = turn + _seconds("JOB_REQUEUE_AFTER_SECONDS") if counted_down else dispatched_at(turn)
+    requeue_at = turn + _seconds("JOB_REQUEUE_AFTER_SECONDS") if sent_counted_down else dispatched_at(turn)
     waiting = NextState.paced(turn, attempts=job.attempts, error=job.error_message, requeue_at=requeue_at)
     try:
         put_back = store.put_back(job, waiting=waiting)
@@ -138,13 +138,13 @@ def _wait_for_turn(job: Job, *, seconds: float) -> None:
         connection.close()
         logger.warning("Job %s: not handed back for its turn, its lease will end: %s", job.id, error)
         return
-    if put_back and counted_down:
+    if put_back and sent_counted_down:
         # On the broker's first step: a worker takes it at once, ahead of the queue, and holds it until its turn, so
         # other deliveries queued meanwhile do not make it late.
         job_enqueue(job_id=job.id, priority=Priority.HIGH, countdown=seconds)
 
 
-def _counted_down(seconds: float) -> bool:
+def counted_down(seconds: float) -> bool:
     """Whether a job's wait of ``seconds`` for its next claim is sent as its task's countdown; a longer one is left
     to the dispatcher (`queue.dispatched_at`). A worker holds a countdown's task in its memory until it is due, and the
     Redis transport hands an unacknowledged task to another worker again after its visibility timeout (an hour), so
@@ -273,9 +273,7 @@ def _retry_delay(outcome: AttemptOutcome, *, attempt: int, max_attempts: int, de
 
 
 def _next_state(job: Job, *, attempt: int, outcome: AttemptOutcome, now: datetime) -> NextState:
-    return next_state_after(
-        outcome, attempt=attempt, max_attempts=job.max_attempts, delays=_delays(job), now=now, far_retry_dispatched=True
-    )
+    return next_state_after(outcome, attempt=attempt, max_attempts=job.max_attempts, delays=_delays(job), now=now)
 
 
 def _delays(job: Job) -> Sequence[int]:
@@ -287,20 +285,14 @@ def _delays(job: Job) -> Sequence[int]:
 
 
 def next_state_after(
-    outcome: AttemptOutcome,
-    *,
-    attempt: int,
-    max_attempts: int,
-    delays: Sequence[int],
-    now: datetime,
-    far_retry_dispatched: bool = False,
+    outcome: AttemptOutcome, *, attempt: int, max_attempts: int, delays: Sequence[int], now: datetime
 ) -> NextState:
     """Where attempt number ``attempt`` leaves its row: completed, failed for good, or waiting ``delays`` for the
     next of ``max_attempts``. A job's and an event delivery's (event_endpoints) alike.
 
-    A retry is due for the dispatcher JOB_RETRY_GRACE_SECONDS after its time, should its task be lost; with
-    ``far_retry_dispatched`` (a job's), one too far off to count down (`_counted_down`) is due for it ahead of its
-    time instead, and published then: no task is sent for it now (`job_record_attempt`).
+    A retry counted down (`counted_down`) is due for the dispatcher JOB_RETRY_GRACE_SECONDS after its time, should
+    its task be lost; one too far off is due for it ahead of its time instead, and published then: no task is sent
+    for it at its record (`job_record_attempt`; an event delivery's dispatcher is event_endpoints' sweep).
     """
     if outcome.delivered:
         return NextState.completed(attempts=attempt, at=now)
@@ -308,8 +300,7 @@ def next_state_after(
     if delay is None:
         return NextState.failed(attempts=attempt, at=now, error=outcome.error_message)
     due = now + timedelta(seconds=delay)
-    dispatched = far_retry_dispatched and not _counted_down(delay)
-    requeue_at = dispatched_at(due) if dispatched else due + _seconds("JOB_RETRY_GRACE_SECONDS")
+    requeue_at = due + _seconds("JOB_RETRY_GRACE_SECONDS") if counted_down(delay) else dispatched_at(due)
     return NextState.retry_at(due, attempts=attempt, error=outcome.error_message, requeue_at=requeue_at)
 
 
@@ -343,7 +334,7 @@ def job_record_attempt(*, job: Job, outcome: AttemptOutcome, emits_events: bool 
         transaction.on_commit(finished_jobs_announce_soon)
     if next_state.next_attempt_at is not None:
         delay = (next_state.next_attempt_at - now).total_seconds()
-        if _counted_down(delay):  # one further off is the dispatcher's to publish (next_state_after)
+        if counted_down(delay):  # one further off is the dispatcher's to publish (next_state_after)
             transaction.on_commit(lambda: job_enqueue(job_id=job.id, priority=job.priority, countdown=delay))
     return str(next_state.status)
 

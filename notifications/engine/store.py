@@ -557,10 +557,16 @@ def take_due_for_requeue(
     "The dispatcher") to that time + JOB_RETRY_GRACE_SECONDS instead, as a retry whose task went out at its record."""
     unfinished = Job.objects.filter(status__in=UNFINISHED)
     fields = ("id", "priority", "locked_until")
+    pushed = requeue_pushed(now=now, next_requeue_at=next_requeue_at)
+    return take_due(unfinished, *fields, now=now, next_requeue_at=pushed, batch_size=batch_size)
+
+
+def requeue_pushed(*, now: datetime, next_requeue_at: datetime) -> Case:
+    """Where a row taken due moves its requeue time: to ``next_requeue_at``; a retry made due ahead of its time
+    (``processing``, locked until then) to that time + JOB_RETRY_GRACE_SECONDS. A job's or an event delivery's."""
     grace = timedelta(seconds=settings.JOB_RETRY_GRACE_SECONDS)
     retry_ahead = When(status=JobStatus.PROCESSING, locked_until__gt=now, then=F("locked_until") + grace)
-    pushed = Case(retry_ahead, default=Value(next_requeue_at), output_field=DateTimeField())
-    return take_due(unfinished, *fields, now=now, next_requeue_at=pushed, batch_size=batch_size)
+    return Case(retry_ahead, default=Value(next_requeue_at), output_field=DateTimeField())
 
 
 def take_due(
