@@ -10,9 +10,9 @@ import trustme
 
 from accounts.services import signing_secret_generate
 from core.signing import verify_signature
-from notifications.models import JobStatus
+from notifications.models import Job, JobStatus
 from notifications.services import webhook_job_create
-from tests.conftest import Client, free_port, wait_for_job
+from tests.conftest import Client, free_port, wait_for_job, worker_idle
 from tests.fakes.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.usefixtures("worker")
@@ -225,3 +225,15 @@ def test_retry_job_delivers_again_and_keeps_the_old_logs(free: Client, receiver:
     logs = list(job.delivery_logs.order_by("created_at"))
     assert [(log.attempt, log.status) for log in logs] == [(1, "failed"), (1, "success")]
     assert len(receiver.wait_for(2)) == 2
+
+
+def test_the_worker_fixture_waits_for_the_attempt_under_way_to_be_recorded(free: Client, receiver: Receiver) -> None:
+    # The receiver records the request, then answers a second later: the attempt is under way, not yet recorded.
+    receiver.answer_always("/slow", Reply(delay=1.0))
+    job_id = send(free, receiver, "/slow")
+    receiver.wait_for(1)
+    assert Job.objects.get(id=job_id).status == JobStatus.PROCESSING
+
+    assert worker_idle(timeout=10)
+
+    assert Job.objects.get(id=job_id).status == JobStatus.COMPLETED
