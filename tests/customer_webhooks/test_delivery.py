@@ -28,6 +28,12 @@ from tests.conftest import Client, free_port, wait_for_job
 from tests.event_endpoints.test_event_delivery import arrivals_at, subscribe
 from tests.factories import ENDPOINT_SECRET, AppFactory, EndpointFactory
 from tests.fakes.receiver import Arrival, Receiver, Reply
+from tests.retry_schedule import (
+    DISPATCH_LEAD,
+    assert_counted_down,
+    assert_left_to_the_dispatcher,
+    assert_published_ahead,
+)
 
 # A secret a rotation replaced, still signing beside ENDPOINT_SECRET.
 OLD_SECRET = "whsec_" + "b2xkLXNlY3JldC1mb3ItdGVzdHMtMDEyMzQ1Njc4OQ=="
@@ -419,11 +425,8 @@ def test_a_retry_minutes_away_is_left_to_the_dispatcher_and_one_seconds_away_is_
 
     job.refresh_from_db()
     assert (job.status, job.attempts) == (JobStatus.PROCESSING, 1)
-    assert job.next_attempt_at is not None
-    assert job.requeue_at == job.next_attempt_at + timedelta(seconds=30)
     (counted_down,) = deliver_tasks(broker_messages)
-    assert (counted_down["args"], counted_down["priority"]) == ([str(job.id)], BROKER_PRIORITY[job.priority])
-    assert counted_down["eta"] == pytest.approx(job.next_attempt_at, abs=timedelta(seconds=0.1))
+    assert_counted_down(job, counted_down, priority=BROKER_PRIORITY[job.priority])
 
     Job.objects.filter(id=job.id).update(locked_until=timezone.now())  # its countdown ran out
     before = timezone.now()
@@ -433,10 +436,7 @@ def test_a_retry_minutes_away_is_left_to_the_dispatcher_and_one_seconds_away_is_
     job.refresh_from_db()
     assert deliver_tasks(broker_messages) == []
     assert (job.status, job.attempts) == (JobStatus.PROCESSING, 2)
-    assert job.next_attempt_at is not None
-    assert round((job.next_attempt_at - before).total_seconds()) == 300
-    assert job.locked_until == job.next_attempt_at
-    assert job.requeue_at == job.next_attempt_at - timedelta(seconds=2)
+    assert_left_to_the_dispatcher(job, recorded_at=before, seconds=300)
     # Waiting, it is no lost task to the sweeper (nothing queued), nor due for the dispatcher.
     assert jobs_sweep() == 0
     assert Job.objects.get(id=job.id).requeue_at == job.requeue_at
@@ -444,15 +444,13 @@ def test_a_retry_minutes_away_is_left_to_the_dispatcher_and_one_seconds_away_is_
 
     # Its time moved to a second from now, and so its requeue_at: the dispatcher publishes it, counted down to it.
     due = timezone.now() + timedelta(seconds=1)
-    Job.objects.filter(id=job.id).update(next_attempt_at=due, locked_until=due, requeue_at=due - timedelta(seconds=2))
+    Job.objects.filter(id=job.id).update(next_attempt_at=due, locked_until=due, requeue_at=due - DISPATCH_LEAD)
     assert jobs_dispatch() == 1
 
+    # On the first step; due for the dispatcher again as a retry published at its record is, after the grace.
     (published,) = deliver_tasks(broker_messages)
-    assert (published["args"], published["priority"]) == ([str(job.id)], 0)
-    assert published["eta"] == pytest.approx(due, abs=timedelta(seconds=0.1))
-    # Due for the dispatcher again as a retry published at its record is: should the task be lost, after the grace.
-    assert Job.objects.get(id=job.id).requeue_at == due + timedelta(seconds=30)
-    time.sleep((due - timezone.now()).total_seconds())
+    assert_published_ahead(job, published, due=due, priority=0)
+    time.sleep(max(0.0, (due - timezone.now()).total_seconds()))
     job_process(job_id=job.id)
 
     done = Job.objects.get(id=job.id)

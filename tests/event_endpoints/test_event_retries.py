@@ -17,10 +17,12 @@ from notifications.engine.queue import LAST_STEP
 from tests.conftest import Client
 from tests.customer_webhooks.test_delivery import Messages
 from tests.fakes.receiver import Receiver, Reply
-
-# A retry made due ahead of its time: a tick of the sweep and a second (JOB_DISPATCH_INTERVAL_SECONDS is 1).
-LEAD = timedelta(seconds=2)
-GRACE = timedelta(seconds=30)  # JOB_RETRY_GRACE_SECONDS
+from tests.retry_schedule import (
+    DISPATCH_LEAD,
+    assert_counted_down,
+    assert_left_to_the_dispatcher,
+    assert_published_ahead,
+)
 
 
 def delivery_to(client: Client, receiver: Receiver, path: str) -> EventDelivery:
@@ -52,11 +54,8 @@ def test_an_event_retry_minutes_away_is_left_to_the_sweep_and_one_seconds_away_i
 
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == (EventDeliveryStatus.PROCESSING, 1)
-    assert delivery.next_attempt_at is not None
-    assert delivery.requeue_at == delivery.next_attempt_at + GRACE
     (counted_down,) = deliver_event_tasks(broker_messages)
-    assert (counted_down["args"], counted_down["priority"]) == ([str(delivery.id)], LAST_STEP)
-    assert counted_down["eta"] == pytest.approx(delivery.next_attempt_at, abs=timedelta(seconds=0.1))
+    assert_counted_down(delivery, counted_down, priority=LAST_STEP)
 
     EventDelivery.objects.filter(id=delivery.id).update(locked_until=timezone.now())  # its countdown ran out
     before = timezone.now()
@@ -66,10 +65,7 @@ def test_an_event_retry_minutes_away_is_left_to_the_sweep_and_one_seconds_away_i
     delivery.refresh_from_db()
     assert deliver_event_tasks(broker_messages) == []
     assert (delivery.status, delivery.attempts) == (EventDeliveryStatus.PROCESSING, 2)
-    assert delivery.next_attempt_at is not None
-    assert round((delivery.next_attempt_at - before).total_seconds()) == 240
-    assert delivery.locked_until == delivery.next_attempt_at
-    assert delivery.requeue_at == delivery.next_attempt_at - LEAD
+    assert_left_to_the_dispatcher(delivery, recorded_at=before, seconds=240)
     # Not yet due for the sweep: nothing is published, nothing moved.
     assert event_deliveries_sweep() == 0
     assert EventDelivery.objects.get(id=delivery.id).requeue_at == delivery.requeue_at
@@ -77,14 +73,14 @@ def test_an_event_retry_minutes_away_is_left_to_the_sweep_and_one_seconds_away_i
 
     # Its time moved to a second from now, and so its requeue_at: the sweep publishes it, counted down to it.
     due = timezone.now() + timedelta(seconds=1)
-    EventDelivery.objects.filter(id=delivery.id).update(next_attempt_at=due, locked_until=due, requeue_at=due - LEAD)
+    EventDelivery.objects.filter(id=delivery.id).update(
+        next_attempt_at=due, locked_until=due, requeue_at=due - DISPATCH_LEAD
+    )
     assert event_deliveries_sweep() == 1
 
+    # On the last step, as every event delivery; due for the sweep again after the grace, should the task be lost.
     (published,) = deliver_event_tasks(broker_messages)
-    assert (published["args"], published["priority"]) == ([str(delivery.id)], LAST_STEP)
-    assert published["eta"] == pytest.approx(due, abs=timedelta(seconds=0.1))
-    # Due for the sweep again as a retry published at its record is: should the task be lost, after the grace.
-    assert EventDelivery.objects.get(id=delivery.id).requeue_at == due + GRACE
+    assert_published_ahead(delivery, published, due=due, priority=LAST_STEP)
     time.sleep(max(0.0, (due - timezone.now()).total_seconds()))
     event_delivery_process(delivery_id=delivery.id)
 
