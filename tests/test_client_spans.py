@@ -62,6 +62,7 @@ def _under_a_parent(exporter: InMemorySpanExporter, provider: TracerProvider, ru
     return [_seen(child, parent) for child in children]
 
 
+@pytest.mark.postgres  # the psycopg instrumentation's side runs on psycopg's own connection
 @pytest.mark.django_db
 def test_a_statement_s_span_is_the_psycopg_instrumentation_s(exporter: InMemorySpanExporter) -> None:
     provider = _provider(exporter)
